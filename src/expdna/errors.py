@@ -1,0 +1,42 @@
+"""One error tree for expdna; each class carries the CLI exit code it maps to."""
+
+from __future__ import annotations
+
+
+class ExpdnaError(Exception):
+    """Base of every error expdna raises on purpose."""
+
+    exit_code = 2
+
+
+class InvalidInputError(ExpdnaError):
+    """The user gave something unusable: a bad path, a malformed manifest, a bad flag value."""
+
+    exit_code = 2
+
+
+class ManifestError(InvalidInputError):
+    """A manifest file cannot be read: unreadable, malformed, wrong version, too large."""
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class ManifestTooLargeError(ExpdnaError):
+    """A manifest cannot be brought under the size cap; nothing was written."""
+
+    exit_code = 2
+
+
+class NotFoundError(ExpdnaError):
+    """A negative answer: the thing asked for does not exist."""
+
+    exit_code = 1
+
+
+class RefusedError(ExpdnaError):
+    """A command declined to act (for example `rerun --confirm` after a FAIL)."""
+
+    exit_code = 1

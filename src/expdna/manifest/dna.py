@@ -1,0 +1,287 @@
+"""The experiment DNA, version 1.
+
+Each DNA section is projected to its identity fields, the projection is canonicalised
+(RFC 8785) and hashed with BLAKE3; the DNA is the BLAKE3 of the canonical object
+``{"version": 1, "sections": {name: hex}}``. docs/en/guide.md ("Recomputing the DNA")
+describes the projection for other languages; tests/vectors/dna holds vectors that pin it.
+Changing anything here is a new ``DNA_VERSION``, never a silent change.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from expdna.digest import hex_of
+from expdna.manifest.canonical import canonical_bytes, drop_none
+from expdna.manifest.model import DNA_SECTIONS, Dna, Manifest
+
+
+def _glob(patterns: Iterable[str]) -> re.Pattern[str]:
+    """One compiled regex for a list of fnmatch globs (case-sensitive)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
+
+
+DNA_VERSION = 1
+SHORT_LENGTH = 12
+
+# Resolved-arg names (lowercase, "-" read as "_") that name one run rather than its setup.
+PER_RUN_ARGS: tuple[str, ...] = (
+    "output_dir", "out_dir", "outdir", "output_path", "output", "save_dir", "save_path",
+    "save", "log_dir", "logdir", "logging_dir", "log_path", "log_file", "tensorboard_dir",
+    "tensorboard_log_dir", "tb_dir", "checkpoint_dir", "ckpt_dir", "run_name", "run_id",
+    "exp_name", "experiment_name", "tags", "tag", "notes", "note", "output_root",
+    "*_output_dir", "*_log_dir", "*_logging_dir", "*_save_dir", "*_checkpoint_dir",
+    "*_run_name", "wandb_*", "mlflow_*", "comet_*", "neptune_*", "swanlab_*", "clearml_*",
+)
+# Keys whose value, when it lies under an output root above, is per-run too.
+_PATH_KEY = re.compile(r"(^|_)(dir|path|file|prefix)$")
+
+# Environment values that describe one allocation, not the setup (DESIGN.md "The DNA").
+PER_ALLOCATION_ENV: tuple[str, ...] = (
+    "CUDA_VISIBLE_DEVICES", "RAY_ADDRESS", "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_*",
+    "SLURM_*NODELIST", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_*",
+    "SLURM_STEPID", "SLURM_TASK_PID", "SLURM_SUBMIT_*", "SLURMD_NODENAME", "SLURM_TOPOLOGY_*",
+    "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SRUN_COMM_*", "SLURM_JOB_UID", "SLURM_JOB_USER",
+    "SLURM_JOB_NAME", "SLURM_CONF", "*_ADDR", "*_ADDRESS", "*_PORT", "*_HOST", "*_IPADDR",
+    "*_NODELIST", "*_JOB_ID", "*_JOBID",
+)
+
+# Hardware keys (at any depth) that name a device or a moment, not a kind of machine.
+VOLATILE_HARDWARE: tuple[str, ...] = (
+    "uuid", "serial", "*bus_id", "pci", "minor_number", "index", "hostname", "source",
+    "temperature*", "*_temperature", "fan*", "power_draw*", "utilization*", "memory_used*",
+    "memory_free*", "clocks*", "*_current", "current_*",
+)
+
+# Environment fields that name one machine's layout, not the software.
+_PER_MACHINE_ENVIRONMENT = ("hostname", "python_executable")
+
+# Ray resources that vary with each allocation (memory is measured at start).
+_VOLATILE_RESOURCES = ("node:*", "memory", "object_store_memory")
+
+_PER_RUN = _glob(PER_RUN_ARGS)
+_PER_ALLOCATION = _glob(PER_ALLOCATION_ENV)
+_VOLATILE_HARDWARE = _glob(VOLATILE_HARDWARE)
+_VOLATILE_RESOURCE = _glob(_VOLATILE_RESOURCES)
+
+Projection = Callable[[Mapping[str, Any]], Any]
+
+
+_glob_cached = functools.lru_cache(maxsize=64)(_glob)
+
+
+def _matches(name: str, pattern: re.Pattern[str]) -> bool:
+    return pattern.match(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _volatile_hardware_key(key: str) -> bool:
+    return _VOLATILE_HARDWARE.match(key) is not None
+
+
+def _without_volatile_hardware(value: Any) -> Any:
+    """``value`` with every volatile hardware key removed, at any depth."""
+    if isinstance(value, Mapping):
+        return {
+            k: _without_volatile_hardware(v)
+            for k, v in value.items()
+            if not _volatile_hardware_key(k)
+        }
+    if isinstance(value, list):
+        return [_without_volatile_hardware(v) for v in value]
+    return value
+
+
+def _sorted_by_bytes(items: Iterable[Any]) -> list[Any]:
+    """Sorted as their DNA bytes sort, so list order in the manifest does not matter."""
+    items = [drop_none(item) for item in items]
+    return sorted(items, key=canonical_bytes) if len(items) > 1 else items
+
+
+def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
+    patch = repo.get("patch") or {}
+    identity = {"commit": repo.get("commit"), "dirty": repo.get("dirty"),
+                "patch": patch.get("digest")}
+    binaries = patch.get("binary_files")
+    if binaries:
+        identity["binary_files"] = sorted(
+            [b.get("path") or "", b.get("digest") or ""] for b in binaries
+        )
+    submodules = repo.get("submodules")
+    if submodules:
+        identity["submodules"] = sorted(
+            (
+                {"path": s.get("path") or "", "commit": s.get("commit"),
+                 "checked_out": s.get("checked_out")}
+                for s in submodules
+            ),
+            key=lambda s: s["path"],
+        )
+    return identity
+
+
+def _project_code(section: Mapping[str, Any]) -> Any:
+    # Repository names are checkout directory names: identity is the commits, not the names.
+    return _sorted_by_bytes([_repo_identity(repo) for repo in section.values()])
+
+
+def _output_roots(args: Mapping[str, Any]) -> list[str]:
+    roots = []
+    for key, value in args.items():
+        if isinstance(value, str) and value and _per_run_name(key):
+            roots.append(value.rstrip("/") + "/")
+    return roots
+
+
+def _arg_name(key: str) -> str:
+    return key.lower().replace("-", "_")
+
+
+@functools.lru_cache(maxsize=4096)
+def _per_run_name(key: str) -> bool:
+    return _PER_RUN.match(_arg_name(key)) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _path_name(key: str) -> bool:
+    return _PATH_KEY.search(_arg_name(key)) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _volatile_resource(key: str) -> bool:
+    return _VOLATILE_RESOURCE.match(key) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _per_allocation_name(key: str) -> bool:
+    return _PER_ALLOCATION.match(key) is not None
+
+
+def _project_config(section: Mapping[str, Any]) -> Any:
+    args = section.get("resolved_args") or {}
+    roots = _output_roots(args)
+
+    def per_run(key: str, value: Any) -> bool:
+        if _per_run_name(key):
+            return True
+        return (
+            bool(roots)
+            and isinstance(value, str)
+            and _path_name(key)
+            and any((value.rstrip("/") + "/").startswith(root) for root in roots)
+        )
+
+    return {
+        "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
+        "selected_env": {
+            k: v for k, v in (section.get("selected_env") or {}).items()
+            if not _per_allocation_name(k)
+        },
+        "config_files": sorted((section.get("config_files") or {}).values()),
+    }
+
+
+def _project_training(section: Mapping[str, Any]) -> Any:
+    return dict(section)
+
+
+def _project_environment(section: Mapping[str, Any]) -> Any:
+    projected = {k: v for k, v in section.items() if k not in _PER_MACHINE_ENVIRONMENT}
+    kernel = projected.get("kernel")
+    if isinstance(kernel, str):
+        # Patch level (6.1.0-18-amd64 -> 6.1) changes with security updates, not results.
+        match = re.match(r"^(\d+\.\d+)", kernel)
+        projected["kernel"] = match.group(1) if match else kernel
+    return projected
+
+
+def _project_hardware(section: Mapping[str, Any]) -> Any:
+    # Host memory as the kernel reports it differs by a few MiB between identical machines.
+    host = {k: v for k, v in section.items() if k != "memory_gb"}
+    return _without_volatile_hardware(host)
+
+
+def _project_runtime(section: Mapping[str, Any]) -> Any:
+    nodes = []
+    for node in section.get("nodes") or []:
+        resources = {
+            k: v for k, v in (node.get("resources") or {}).items()
+            if not _volatile_resource(k)
+        }
+        nodes.append({
+            "role": node.get("role"),
+            "resources": resources,
+            "fingerprint": node.get("fingerprint"),
+        })
+    return {
+        "mode": section.get("mode"),
+        "node_count": section.get("node_count"),
+        "nodes": _sorted_by_bytes(nodes),
+    }
+
+
+def _project_data(section: Mapping[str, Any]) -> Any:
+    datasets = [
+        {k: v for k, v in dataset.items() if k != "root"}
+        for dataset in section.get("datasets") or []
+    ]
+    return {"datasets": _sorted_by_bytes(datasets)}
+
+
+#: Section name -> identity projection. Each takes the section as written in the manifest.
+PROJECTIONS: dict[str, Projection] = {
+    "code": _project_code,
+    "config": _project_config,
+    "training": _project_training,
+    "environment": _project_environment,
+    "hardware": _project_hardware,
+    "runtime": _project_runtime,
+    "data": _project_data,
+}
+assert tuple(PROJECTIONS) == DNA_SECTIONS
+
+
+def _apply_ignore(value: Any, path: str, patterns: re.Pattern[str]) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: _apply_ignore(v, f"{path}.{k}", patterns)
+            for k, v in value.items()
+            if not _matches(f"{path}.{k}", patterns)
+        }
+    return value
+
+
+def _raw_projections(manifest: Manifest | Mapping[str, Any]) -> dict[str, Any]:
+    doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
+    ignore = tuple(((doc.get("config") or {}).get("dna_ignore")) or ())
+    result = {}
+    for name, project in PROJECTIONS.items():
+        projected = project(doc.get(name) or {})
+        if ignore:
+            projected = _apply_ignore(projected, name, _glob_cached(ignore))
+        result[name] = projected
+    return result
+
+
+def projections(manifest: Manifest | Mapping[str, Any]) -> dict[str, Any]:
+    """Each DNA section's identity projection, as hashed (``null`` values dropped)."""
+    return {name: drop_none(p) for name, p in _raw_projections(manifest).items()}
+
+
+def compute_dna(manifest: Manifest | Mapping[str, Any]) -> Dna:
+    """The DNA of ``manifest``: per-section digests and the top-level value."""
+    sections = {
+        name: hex_of(canonical_bytes(projected, drop_none_values=True))
+        for name, projected in _raw_projections(manifest).items()
+    }
+    value = hex_of(canonical_bytes({"version": DNA_VERSION, "sections": sections}))
+    return Dna(version=DNA_VERSION, value=value, sections=sections)
+
+
+def short(dna_value: str) -> str:
+    """The DNA as shown to people: its first 12 hex characters."""
+    return dna_value[:SHORT_LENGTH]

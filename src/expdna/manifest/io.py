@@ -1,0 +1,248 @@
+"""Reading manifests defensively and writing them atomically under the size cap."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from expdna.errors import ManifestError, ManifestTooLargeError
+from expdna.manifest.canonical import normalise
+from expdna.manifest.model import Manifest
+from expdna.manifest.versioning import check_version, normalise_legacy
+
+log = logging.getLogger(__name__)
+
+#: A manifest file is never written larger than this.
+MAX_WRITE_BYTES = 100_000
+#: Larger files are refused before parsing (other writers may not cap their output).
+MAX_READ_BYTES = 4 * 1024 * 1024
+#: Deeper nesting is refused: no manifest field nests anywhere near this.
+MAX_DEPTH = 64
+#: Inline patch text kept when the file would exceed the cap (the digest covers the rest).
+_TRUNCATION_NOTE = "\n[... truncated by expdna: {size} bytes in all, digest {digest}]\n"
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _depth(value: Any, limit: int) -> int:
+    """Nesting depth, iteratively (a recursive walk is what deep input attacks)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return depth
+        deepest = max(deepest, depth)
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return deepest
+
+
+def parse_json(data: bytes, source: str) -> dict[str, Any]:
+    """Strict JSON: UTF-8, no NaN/Infinity, no duplicate keys, bounded depth, an object."""
+    if len(data) > MAX_READ_BYTES:
+        raise ManifestError(
+            source,
+            f"{len(data) / 1e6:.1f} MB is larger than the {MAX_READ_BYTES // 2**20} MiB "
+            "limit for a manifest",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(source, f"not valid UTF-8 (byte {exc.start})") from None
+    try:
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except _DuplicateKey as exc:
+        raise ManifestError(source, f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ManifestError(source, f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise ManifestError(source, f"invalid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ManifestError(source, f"expected a JSON object, found {type(doc).__name__}")
+    if _depth(doc, MAX_DEPTH) > MAX_DEPTH:
+        raise ManifestError(source, f"nested deeper than {MAX_DEPTH} levels")
+    return doc
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"]) or "(document)"
+    more = exc.error_count() - 1
+    suffix = f" (and {more} more)" if more else ""
+    return f"invalid manifest: {where}: {err['msg']}{suffix}"
+
+
+def manifest_from_dict(doc: dict[str, Any], source: str = "<manifest>") -> Manifest:
+    """Validate a parsed document: version check, legacy names, the schema."""
+    check_version(doc, source)
+    try:
+        return Manifest.model_validate(normalise_legacy(doc))
+    except ValidationError as exc:
+        raise ManifestError(source, _first_error(exc)) from None
+
+
+def load_manifest(path: str | os.PathLike[str]) -> Manifest:
+    """Read and validate a manifest file; :class:`ManifestError` says what is wrong."""
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as fh:
+            data = fh.read(MAX_READ_BYTES + 1)
+    except FileNotFoundError:
+        raise ManifestError(source, "no such file") from None
+    except IsADirectoryError:
+        raise ManifestError(source, "is a directory, not a manifest file") from None
+    except OSError as exc:
+        raise ManifestError(source, f"cannot read: {exc.strerror}") from None
+    if len(data) > MAX_READ_BYTES:
+        size = os.stat(source).st_size
+        raise ManifestError(
+            source,
+            f"{size / 1e6:.1f} MB is larger than the {MAX_READ_BYTES // 2**20} MiB "
+            "limit for a manifest",
+        )
+    return manifest_from_dict(parse_json(data, source), source)
+
+
+def serialise(doc: dict[str, Any]) -> bytes:
+    """The file form: indented UTF-8 JSON of the normalised document.
+
+    Non-finite floats and unsafe integers are written as the strings the DNA hashes, so the
+    file holds only standard JSON and recomputes to the same DNA in any language.
+    """
+    text = json.dumps(normalise(doc), indent=2, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def fit_to_cap(manifest: Manifest, cap: int = MAX_WRITE_BYTES) -> tuple[bytes, list[str]]:
+    """The file bytes of ``manifest``, shrunk under ``cap``; and what was shrunk.
+
+    Only text outside the DNA's identity projection is shortened (inline patch text first,
+    then argv words, collection warnings, metrics strings), so the stored DNA still
+    recomputes from the file. Raises :class:`ManifestTooLargeError` when that is not enough.
+    """
+    doc = manifest.to_dict()
+    data = serialise(doc)
+    if len(data) <= cap:
+        return data, []
+    notes: list[str] = []
+    for name, repo in doc.get("code", {}).items():
+        patch = repo.get("patch") or {}
+        if patch.get("text"):
+            patch["text"] = None
+            patch["truncated"] = True
+            notes.append(f"code.{name}.patch.text")
+    data = serialise(doc)
+    # Give the room left back to the patches, largest first, so as much as fits stays inline.
+    if len(data) <= cap:
+        data = _refill_patches(manifest, doc, cap)
+        return data, notes
+    for path, holder, key in _free_text(doc):
+        value = holder[key]
+        if isinstance(value, str) and len(value) > 200:
+            holder[key] = value[:100] + f"...[truncated by expdna: {len(value)} chars]"
+            notes.append(path)
+    data = serialise(doc)
+    if len(data) > cap:
+        raise ManifestTooLargeError(
+            f"manifest is {len(data)} bytes even without inline patches and long free text; "
+            f"the cap is {cap} bytes"
+        )
+    return data, notes
+
+
+def _refill_patches(manifest: Manifest, doc: dict[str, Any], cap: int) -> bytes:
+    data = serialise(doc)
+    repos = sorted(manifest.code.items(), key=lambda kv: kv[1].patch.size if kv[1].patch else 0)
+    for name, repo in repos:
+        if repo.patch is None or not repo.patch.text:
+            continue
+        room = cap - len(data) - 200
+        if room <= 0:
+            break
+        note = _TRUNCATION_NOTE.format(size=repo.patch.size, digest=repo.patch.digest)
+        # json escapes can double a character's size: keep the cut conservative.
+        text = repo.patch.text
+        keep = text if len(serialise({"t": text})) <= room else text[: max(0, room // 2)] + note
+        doc["code"][name]["patch"]["text"] = keep
+        doc["code"][name]["patch"]["truncated"] = keep is not text
+        candidate = serialise(doc)
+        if len(candidate) > cap:
+            doc["code"][name]["patch"]["text"] = None
+            doc["code"][name]["patch"]["truncated"] = True
+            candidate = serialise(doc)
+        data = candidate
+    return data
+
+
+def _free_text(doc: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(path, container, key) of each string outside the identity sections."""
+    found: list[tuple[str, Any, Any]] = []
+    argv = doc.get("command", {}).get("argv", [])
+    found += [(f"command.argv.{i}", argv, i) for i in range(len(argv))]
+    for name, status in doc.get("collection", {}).get("collectors", {}).items():
+        warnings = status.get("warnings", [])
+        found += [(f"collection.collectors.{name}.warnings.{i}", warnings, i)
+                  for i in range(len(warnings))]
+    metrics = doc.get("metrics", {})
+    found += [(f"metrics.{k}", metrics, k) for k in metrics]
+    return found
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
+    directory = path.parent
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if os.name == "posix":
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def write_manifest(manifest: Manifest, path: str | os.PathLike[str]) -> Path:
+    """Write ``manifest`` atomically, under :data:`MAX_WRITE_BYTES`; returns the path."""
+    target = Path(path)
+    data, shrunk = fit_to_cap(manifest)
+    if shrunk:
+        log.warning(
+            "manifest over %d bytes: shortened %s (digests kept)", MAX_WRITE_BYTES,
+            ", ".join(shrunk),
+        )
+    write_atomic(target, data)
+    return target

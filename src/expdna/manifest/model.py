@@ -1,0 +1,192 @@
+"""The manifest, schema 1.x, as pydantic v2 models.
+
+Every model keeps fields it does not know (``extra="allow"``), so a document written by a
+newer 1.x tool survives a read/write round trip through this one. Values are facts or
+``None``; words such as "not collected" belong to the CLI, not to the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+SectionName = Literal["code", "config", "training", "environment", "hardware", "runtime", "data"]
+#: The sections that enter the DNA, in the order they are shown.
+DNA_SECTIONS: tuple[SectionName, ...] = (
+    "code",
+    "config",
+    "training",
+    "environment",
+    "hardware",
+    "runtime",
+    "data",
+)
+
+
+class _Open(BaseModel):
+    """Base of every manifest model: unknown fields survive, assignment is validated."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True, populate_by_name=True)
+
+
+class Command(_Open):
+    argv: list[str] = Field(default_factory=list, description="The command, redacted.")
+    cwd: str | None = Field(None, description="Working directory, private paths redacted.")
+
+
+class BinaryFile(_Open):
+    path: str
+    digest: str | None = Field(None, description="blake3:<hex> of the working-tree bytes.")
+    size: int | None = None
+
+
+class Patch(_Open):
+    """Uncommitted work of one repository. The DNA uses ``digest``, never ``text``."""
+
+    digest: str = Field(description="blake3:<hex> of the full patch text (UTF-8).")
+    size: int = Field(description="Bytes of the full patch text.")
+    text: str | None = Field(None, description="The patch inline; may be truncated.")
+    truncated: bool = False
+    binary_files: list[BinaryFile] = Field(default_factory=list)
+
+
+class Submodule(_Open):
+    path: str
+    commit: str | None = Field(None, description="Commit recorded in the superproject.")
+    checked_out: str | None = Field(None, description="Commit actually checked out.")
+    state: str | None = None
+
+
+class Repo(_Open):
+    commit: str | None = None
+    branch: str | None = None
+    detached: bool | None = None
+    dirty: bool | None = None
+    remote: str | None = None
+    shallow: bool | None = None
+    patch: Patch | None = None
+    submodules: list[Submodule] = Field(default_factory=list)
+
+
+class Config(_Open):
+    resolved_args: dict[str, Any] = Field(default_factory=dict)
+    selected_env: dict[str, str] = Field(default_factory=dict)
+    config_files: dict[str, str] = Field(
+        default_factory=dict, description="Config file path -> blake3:<hex> of its bytes."
+    )
+    dna_ignore: list[str] = Field(
+        default_factory=list,
+        description="Extra glob patterns of dotted paths left out of the DNA.",
+    )
+
+
+class Training(_Open):
+    algorithm: str | None = None
+    parallel_topology: dict[str, int] = Field(default_factory=dict)
+    global_batch_size: int | None = None
+    micro_batch_size: int | None = None
+    seeds: dict[str, Any] = Field(default_factory=dict)
+
+
+class Environment(_Open):
+    python_version: str | None = None
+    python_implementation: str | None = None
+    packages: dict[str, str] = Field(
+        default_factory=dict, description="Key packages, name -> installed version."
+    )
+    packages_digest: str | None = Field(
+        None, description="blake3:<hex> of the sorted listing of every installed distribution."
+    )
+    os: str | None = None
+    kernel: str | None = None
+    glibc: str | None = None
+
+
+class Gpu(_Open):
+    name: str | None = None
+    memory_gb: float | None = None
+    vbios_version: str | None = None
+    uuid: str | None = None
+
+
+class Hardware(_Open):
+    gpus: list[Gpu] = Field(default_factory=list)
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    nccl_version: str | None = None
+    cudnn_version: str | None = None
+    cpu_model: str | None = None
+    cpu_count: int | None = None
+    memory_gb: float | None = None
+
+
+class Node(_Open):
+    role: str | None = None
+    resources: dict[str, float] = Field(default_factory=dict)
+
+
+class Runtime(_Open):
+    mode: str | None = None
+    node_count: int | None = None
+    nodes: list[Node] = Field(default_factory=list)
+
+
+class Dataset(_Open):
+    root: str
+    digest: str | None = Field(None, description="blake3:<hex> of the sorted file listing.")
+    files: int | None = None
+    bytes: int | None = None
+
+
+class Data(_Open):
+    datasets: list[Dataset] = Field(default_factory=list)
+
+
+class CollectorStatus(_Open):
+    status: Literal["ok", "partial", "failed", "timeout", "skipped"]
+    duration_ms: float | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class Collection(_Open):
+    collectors: dict[str, CollectorStatus] = Field(default_factory=dict)
+    redacted: list[str] = Field(
+        default_factory=list, description="Dotted paths whose value was redacted."
+    )
+    duration_ms: float | None = None
+
+
+class Dna(_Open):
+    version: int
+    value: str = Field(pattern=r"^[0-9a-f]{64}$")
+    sections: dict[str, str] = Field(default_factory=dict)
+
+
+class Manifest(_Open):
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    generated_at: str
+    command: Command = Field(default_factory=Command)
+    code: dict[str, Repo] = Field(default_factory=dict)
+    config: Config = Field(default_factory=Config)
+    training: Training = Field(default_factory=Training)
+    environment: Environment = Field(default_factory=Environment)
+    hardware: Hardware = Field(default_factory=Hardware)
+    runtime: Runtime = Field(default_factory=Runtime)
+    data: Data = Field(default_factory=Data)
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    collection: Collection = Field(default_factory=Collection)
+    dna: Dna | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The document as plain dicts and lists, unknown fields included, ``None`` kept.
+
+        Python mode, not JSON mode: pydantic's JSON mode turns NaN into ``null``, which
+        would lose a fact; :mod:`expdna.manifest.canonical` writes the markers instead.
+        """
+        return self.model_dump(mode="python", by_alias=True)

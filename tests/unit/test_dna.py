@@ -1,0 +1,131 @@
+"""DNA properties: what changes it, what does not."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from expdna.manifest.dna import compute_dna, short
+from expdna.manifest.io import manifest_from_dict
+
+COMMIT = "1c8e2fb98b7af3e1e86263ccd1f375e4d833b217"
+
+
+def doc(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "schema_version": "1.0",
+        "run_id": "20260805_143025_1c8e2fb_k3f9",
+        "generated_at": "2026-08-05T14:30:25Z",
+        "command": {"argv": ["python", "train.py", "--lr", "0.1"], "cwd": "/work"},
+        "code": {"proj": {"commit": COMMIT, "branch": "main", "dirty": False}},
+        "config": {"resolved_args": {"lr": 0.1, "seed": 1, "output_dir": "/out/a"},
+                   "selected_env": {"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0"}},
+        "environment": {"python_version": "3.11.7", "packages": {"torch": "2.13.0"}},
+        "hardware": {"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-1"}], "cpu_count": 2},
+    }
+    base.update(overrides)
+    return base
+
+
+def dna(d: dict[str, Any]) -> Any:
+    return compute_dna(manifest_from_dict(d))
+
+
+def changed_sections(a: dict[str, Any], b: dict[str, Any]) -> set[str]:
+    da, db = dna(a), dna(b)
+    return {name for name in da.sections if da.sections[name] != db.sections[name]}
+
+
+def test_dna_is_64_hex_shown_as_12() -> None:
+    value = dna(doc()).value
+    assert len(value) == 64 and int(value, 16) >= 0
+    assert short(value) == value[:12]
+
+
+def test_document_identity_does_not_enter() -> None:
+    other = doc(run_id="20990101_000000_nogit_zzzz", generated_at="2099-01-01T00:00:00Z",
+                command={"argv": ["other"], "cwd": "/elsewhere"}, metrics={"loss": 1.0})
+    assert dna(doc()).value == dna(other).value
+
+
+def test_one_resolved_arg_changes_only_config() -> None:
+    b = doc()
+    b["config"] = copy.deepcopy(b["config"])
+    b["config"]["resolved_args"]["lr"] = 0.2
+    assert changed_sections(doc(), b) == {"config"}
+
+
+def test_new_commit_changes_only_code() -> None:
+    b = doc(code={"proj": {"commit": "f" * 40, "branch": "main", "dirty": False}})
+    assert changed_sections(doc(), b) == {"code"}
+
+
+def test_key_and_insertion_order_do_not_matter() -> None:
+    a = doc()
+    reordered = {k: a[k] for k in reversed(list(a))}
+    reordered["config"] = {
+        "selected_env": dict(reversed(list(a["config"]["selected_env"].items()))),
+        "resolved_args": dict(reversed(list(a["config"]["resolved_args"].items()))),
+    }
+    assert dna(a).value == dna(reordered).value
+
+
+def test_per_run_and_per_device_values_stay_out() -> None:
+    b = copy.deepcopy(doc())
+    b["config"]["resolved_args"]["output_dir"] = "/out/b"
+    b["config"]["selected_env"]["CUDA_VISIBLE_DEVICES"] = "3"
+    b["hardware"]["gpus"][0]["uuid"] = "GPU-2"
+    b["code"]["proj"]["branch"] = "feature"
+    assert dna(doc()).value == dna(b).value
+
+
+def test_paths_under_the_output_root_stay_out_but_other_paths_count() -> None:
+    a = copy.deepcopy(doc())
+    a["config"]["resolved_args"]["tb_dir"] = "/out/a/tb"
+    a["config"]["resolved_args"]["data_dir"] = "/data/x"
+    b = copy.deepcopy(a)
+    b["config"]["resolved_args"]["output_dir"] = "/out/b"
+    b["config"]["resolved_args"]["tb_dir"] = "/out/b/tb"
+    assert dna(a).value == dna(b).value
+    b["config"]["resolved_args"]["data_dir"] = "/data/y"
+    assert dna(a).value != dna(b).value
+
+
+def test_seed_stays_in_unless_ignored() -> None:
+    b = copy.deepcopy(doc())
+    b["config"]["resolved_args"]["seed"] = 2
+    assert changed_sections(doc(), b) == {"config"}
+    a = copy.deepcopy(doc())
+    a["config"]["dna_ignore"] = ["config.resolved_args.seed"]
+    b["config"]["dna_ignore"] = ["config.resolved_args.seed"]
+    assert dna(a).value == dna(b).value
+
+
+def test_inline_patch_text_does_not_enter_only_its_digest() -> None:
+    patch = {"digest": "blake3:" + "1" * 64, "size": 10, "text": "diff --git a b\n"}
+    a = doc(code={"proj": {"commit": COMMIT, "dirty": True, "patch": patch}})
+    b = doc(code={"proj": {"commit": COMMIT, "dirty": True, "patch": {**patch, "text": None,
+                                                                       "truncated": True}}})
+    assert dna(a).value == dna(b).value
+    c = doc(code={"proj": {"commit": COMMIT, "dirty": True,
+                           "patch": {**patch, "digest": "blake3:" + "2" * 64}}})
+    assert changed_sections(a, c) == {"code"}
+
+
+def test_null_and_absent_are_the_same_fact() -> None:
+    a = doc(environment={"python_version": "3.11.7", "glibc": None})
+    b = doc(environment={"python_version": "3.11.7"})
+    assert dna(a).value == dna(b).value
+
+
+def test_kernel_patch_level_stays_out() -> None:
+    a = doc(environment={"kernel": "6.1.0-18-amd64"})
+    b = doc(environment={"kernel": "6.1.0-21-amd64"})
+    c = doc(environment={"kernel": "6.8.0-1-amd64"})
+    assert dna(a).value == dna(b).value != dna(c).value
+
+
+def test_repository_checkout_names_do_not_matter() -> None:
+    a = doc(code={"proj": {"commit": COMMIT}})
+    b = doc(code={"proj-copy": {"commit": COMMIT}})
+    assert dna(a).value == dna(b).value

@@ -1,0 +1,60 @@
+"""The DNA definition, pinned: checked-in vectors recomputed two ways.
+
+Each vector holds a manifest, its identity projections, the section digests and the DNA.
+The chain projection -> digests -> DNA is recomputed here with rfc8785 and blake3 directly
+(not through expdna), and the projection with expdna: drift in either fails.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import rfc8785
+from blake3 import blake3
+
+from expdna.manifest.canonical import normalise
+from expdna.manifest.dna import DNA_VERSION, compute_dna, projections
+from expdna.manifest.io import manifest_from_dict
+
+VECTORS = sorted((Path(__file__).parents[1] / "vectors" / "dna").glob("*.json"))
+
+
+def test_vectors_exist() -> None:
+    assert len(VECTORS) >= 3
+
+
+@pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
+def test_digests_follow_from_projections_independently(path: Path) -> None:
+    vector = json.loads(path.read_text(encoding="utf-8"))
+    sections = {
+        name: blake3(rfc8785.dumps(projected)).hexdigest()
+        for name, projected in vector["projections"].items()
+    }
+    assert sections == vector["sections"]
+    top = rfc8785.dumps({"version": vector["dna_version"], "sections": sections})
+    assert blake3(top).hexdigest() == vector["dna"]
+
+
+@pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
+def test_expdna_reproduces_vector(path: Path) -> None:
+    vector = json.loads(path.read_text(encoding="utf-8"))
+    manifest = manifest_from_dict(vector["manifest"])
+    assert normalise(projections(manifest)) == vector["projections"]
+    dna = compute_dna(manifest)
+    assert dna.version == DNA_VERSION == vector["dna_version"]
+    assert dna.sections == vector["sections"]
+    assert dna.value == vector["dna"]
+
+
+def test_typical_vector_leaves_per_run_values_out() -> None:
+    vector = json.loads((VECTORS[0].parent / "typical.json").read_text(encoding="utf-8"))
+    text = json.dumps(vector["projections"])
+    for per_run in ("/ckpt/run7", "grpo-7", "GPU-5c1b2b7e", "00000000:19:00.0", "4242",
+                    "10.0.0.1", "aaaa", "diff --git", "0,1", "2015.5", "/opt/venv"):
+        assert per_run not in text, per_run
+    assert "root" not in vector["projections"]["data"]["datasets"][0]
+    for kept in ("96.00.89.00.01", "550.54.15", "2.23.4", "1234", "NCCL_DEBUG", "SLURM_NNODES",
+                 "6.1", "data_path"):
+        assert kept in text, kept

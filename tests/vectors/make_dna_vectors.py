@@ -1,0 +1,101 @@
+"""Write the DNA test vectors: manifest -> projections -> section digests -> DNA.
+
+Run only when the DNA definition changes on purpose (a new ``dna.version``):
+    python tests/vectors/make_dna_vectors.py
+The vectors then pin that definition; tests/unit/test_dna_vectors.py fails on any drift.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from expdna.manifest.canonical import normalise
+from expdna.manifest.dna import compute_dna, projections
+from expdna.manifest.io import manifest_from_dict
+
+HERE = Path(__file__).parent / "dna"
+COMMIT_A = "1c8e2fb98b7af3e1e86263ccd1f375e4d833b217"
+COMMIT_B = "8325919e7a2f4c3d1b5e8f9a0c2d3e4f5a6b7c8d"
+PATCH = "blake3:" + "ab" * 32
+
+BASE: dict[str, Any] = {
+    "schema_version": "1.0",
+    "run_id": "20260805_143025_1c8e2fb_k3f9",
+    "generated_at": "2026-08-05T14:30:25Z",
+}
+
+CASES: dict[str, dict[str, Any]] = {
+    "minimal": {**BASE},
+    "typical": {
+        **BASE,
+        "command": {"argv": ["python", "train.py", "--lr", "0.0003"], "cwd": "<HOME>/relax"},
+        "code": {
+            "relax": {"commit": COMMIT_A, "branch": "main", "dirty": True,
+                      "remote": "https://github.com/example/relax.git",
+                      "patch": {"digest": PATCH, "size": 1234, "text": "diff --git a/x b/x\n"}},
+            "megatron": {"commit": COMMIT_B, "branch": None, "detached": True, "dirty": False},
+        },
+        "config": {
+            "resolved_args": {"lr": 0.0003, "global_batch_size": 16, "seed": 1234,
+                              "output_dir": "/ckpt/run7", "tensorboard_dir": "/ckpt/run7/tb",
+                              "data_path": "/data/imagenet", "run_name": "grpo-7",
+                              "wandb_project": "relax"},
+            "selected_env": {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "INFO",
+                             "SLURM_JOB_ID": "4242", "SLURM_NNODES": "2"},
+        },
+        "training": {"algorithm": "grpo", "parallel_topology": {"tensor": 2, "pipeline": 1},
+                     "global_batch_size": 16, "seeds": {"seed": 1234}},
+        "environment": {"python_version": "3.12.3", "python_implementation": "CPython",
+                        "packages": {"torch": "2.11.0+cu129", "ray": "2.56.0"},
+                        "kernel": "6.1.0-18-amd64", "os": "Debian GNU/Linux 12 (bookworm)",
+                        "glibc": "2.36", "python_executable": "/opt/venv/bin/python"},
+        "hardware": {
+            "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.6,
+                      "vbios_version": "96.00.89.00.01", "uuid": "GPU-5c1b2b7e-aaaa",
+                      "pci_bus_id": "00000000:19:00.0", "pcie_gen_current": 1, "pcie_gen_max": 5}],
+            "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 1,
+            "driver_version": "550.54.15", "cuda_version": "12.4", "nccl_version": "2.23.4",
+            "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "memory_gb": 2015.5,
+        },
+        "runtime": {"mode": "multi_node_ray", "node_count": 2, "nodes": [
+            {"role": "worker", "node_id": "bbbb", "address": "10.0.0.2",
+             "resources": {"CPU": 96.0, "GPU": 8.0, "node:10.0.0.2": 1.0, "memory": 1.5e12}},
+            {"role": "head", "node_id": "aaaa", "address": "10.0.0.1",
+             "resources": {"CPU": 96.0, "GPU": 8.0, "node:__internal_head__": 1.0}},
+        ]},
+        "data": {"datasets": [
+            {"root": "/data/imagenet", "digest": PATCH, "files": 3, "bytes": 99},
+        ]},
+        "metrics": {"val_loss": 0.25},
+    },
+    "dna_ignore_and_special_numbers": {
+        **BASE,
+        "config": {"resolved_args": {"seed": 2**63 - 1, "lr": 1e-7, "warmup": 0.0,
+                                     "max_norm": float("inf")},
+                   "dna_ignore": ["config.resolved_args.seed"]},
+        "training": {"seeds": {"seed": 7}},
+    },
+}
+
+
+def main() -> None:
+    HERE.mkdir(parents=True, exist_ok=True)
+    for name, doc in CASES.items():
+        manifest = manifest_from_dict(doc)
+        dna = compute_dna(manifest)
+        vector = {
+            "manifest": normalise(manifest.to_dict()),
+            "projections": normalise(projections(manifest)),
+            "sections": dna.sections,
+            "dna": dna.value,
+            "dna_version": dna.version,
+        }
+        text = json.dumps(vector, indent=2, ensure_ascii=False, allow_nan=False)
+        (HERE / f"{name}.json").write_text(text + "\n", encoding="utf-8")
+        print(f"{name}: {dna.value}")
+
+
+if __name__ == "__main__":
+    main()
