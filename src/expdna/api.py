@@ -1,0 +1,98 @@
+"""The library calls behind the CLI: collect a manifest, generate a manifest file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from expdna.collectors import (
+    DEFAULT_DEADLINE_S,
+    CollectContext,
+    Registry,
+    default_registry,
+    run_collectors,
+)
+from expdna.errors import InvalidInputError
+from expdna.manifest.build import build_manifest
+from expdna.manifest.io import write_manifest
+from expdna.manifest.model import Manifest
+
+log = logging.getLogger(__name__)
+
+
+def collect(
+    argv: Sequence[str] = (),
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    data: Iterable[str | os.PathLike[str]] = (),
+    caller_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    collectors: Iterable[str] | None = None,
+    registry: Registry | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    dna_ignore: Sequence[str] = (),
+    redact: bool = True,
+) -> Manifest:
+    """Collect every source in parallel and return the redacted manifest with its DNA.
+
+    Never raises because a source is missing or slow: that becomes a warning in
+    ``manifest.collection``.
+    """
+    ctx = CollectContext(
+        argv=tuple(argv),
+        cwd=Path(cwd) if cwd is not None else Path.cwd(),
+        repos=tuple(Path(r) for r in repos),
+        data=tuple(Path(d) for d in data),
+        caller_file=Path(caller_file) if caller_file is not None else None,
+        environ=dict(os.environ if environ is None else environ),
+        timeout_s=deadline_s,
+    )
+    registry = registry or default_registry()
+    started = time.perf_counter()
+    outcomes = run_collectors(ctx, registry.select(collectors), deadline_s=deadline_s)
+    sections: dict[str, dict[str, Any]] = {}
+    for name, outcome in outcomes.items():
+        section = registry.collectors[name].section
+        sections.setdefault(section, {}).update(outcome.section)
+    collection = {
+        "collectors": {name: outcome.record() for name, outcome in outcomes.items()},
+        "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+    return build_manifest(
+        sections, collection=collection, dna_ignore=list(dna_ignore), redact=redact
+    )
+
+
+def default_output(manifest: Manifest, directory: Path | None = None) -> Path:
+    return (directory or Path.cwd()) / f"manifest_{manifest.run_id}.json"
+
+
+def generate(
+    argv: Sequence[str] = (),
+    *,
+    output: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    data: Iterable[str | os.PathLike[str]] = (),
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    dna_ignore: Sequence[str] = (),
+) -> tuple[Path, Manifest]:
+    """Collect and write a manifest file atomically; returns its path and the manifest.
+
+    ``output`` may be a file path or an existing directory (the default file name goes
+    inside it); by default ``./manifest_<run_id>.json``.
+    """
+    target = Path(output) if output is not None else None
+    if target is not None and not target.is_dir() and not target.parent.is_dir():
+        raise InvalidInputError(f"{target.parent}: output directory does not exist")
+    manifest = collect(
+        argv, cwd=cwd, repos=repos, data=data, deadline_s=deadline_s, dna_ignore=dna_ignore
+    )
+    if target is None or target.is_dir():
+        target = default_output(manifest, target)
+    return write_manifest(manifest, target), manifest

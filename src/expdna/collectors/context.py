@@ -1,0 +1,38 @@
+"""What every collector is handed: the request, never global state."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class CollectContext:
+    """The inputs of one collection.
+
+    Collectors read only from here (and from the live system they describe), so tests can
+    hand them a temp repo, a fake environment or a recorded ``nvidia-smi`` output.
+    """
+
+    argv: tuple[str, ...] = ()
+    cwd: Path = field(default_factory=Path.cwd)
+    repos: tuple[Path, ...] = ()
+    data: tuple[Path, ...] = ()
+    caller_file: Path | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    timeout_s: float = 4.0
+
+
+class NotAvailable(Exception):
+    """Raised by a collector to say "this source does not exist here" (status: skipped)."""
+
+
+class Partial(Exception):
+    """Raised by a collector that got part of its section: the partial section is kept."""
+
+    def __init__(self, section: dict[str, object], reason: str) -> None:
+        super().__init__(reason)
+        self.section = section
+        self.reason = reason

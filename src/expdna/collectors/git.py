@@ -1,0 +1,372 @@
+"""The ``code`` section: each git repository in play, its HEAD, dirtiness and full patch.
+
+Repositories come from the caller's file, the working directory and ``--repo`` paths, in
+that order. Every git call goes through :func:`expdna.collectors.process.run` with optional
+locks off, so collecting never takes ``index.lock``; the patch of uncommitted work is made
+against a *copy* of the user's index, so their staging area is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from expdna.collectors import process
+from expdna.collectors.context import CollectContext, NotAvailable, Partial
+from expdna.digest import ALGORITHM, file_hex, ref_of
+
+log = logging.getLogger(__name__)
+
+_GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+_DUBIOUS = re.compile(
+    rb"detected dubious ownership in repository at '([^']*)'"
+    rb"|unsafe repository \('([^']*)' is owned by someone else\)"
+)
+# Pinned so that the same change gives the same patch text whatever the user's diff.* config.
+_DIFF_OPTS = (
+    "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index",
+    "--diff-algorithm=myers", "--indent-heuristic", "--unified=3", "--inter-hunk-context=0",
+    "--src-prefix=a/", "--dst-prefix=b/", f"-O{os.devnull}",
+)  # fmt: skip
+_SUBMODULE_STATES = {" ": "clean", "+": "modified", "-": "uninitialized", "U": "conflict"}
+
+
+class GitError(Exception):
+    """A git command exited non-zero."""
+
+
+@dataclass
+class _Git:
+    """Runs git for one collection: fixed environment, one shared deadline.
+
+    Directories that git refuses for dubious ownership are remembered and passed as
+    ``-c safe.directory=…`` on later command lines; no configuration file is ever written.
+    """
+
+    env: Mapping[str, str]
+    budget_s: float
+    deadline: float = field(init=False)
+    safe_dirs: list[str] = field(default_factory=list)
+
+    def __call__(
+        self,
+        where: Path,
+        *args: str,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+        input: bytes | None = None,
+    ) -> process.Completed:
+        while True:
+            argv = ["git", *self._overrides(), "-C", str(where), *args]
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(argv, self.budget_s)
+            done = process.run(argv, env={**self.env, **(env or {})}, timeout_s=left, input=input)
+            refused = _dubious_dir(done, where)
+            if refused is None or refused in self.safe_dirs or len(self.safe_dirs) > 16:
+                break
+            log.info("git refuses %s (dubious ownership); trusting it for reading", refused)
+            self.safe_dirs.append(refused)
+        if check and done.returncode != 0:
+            raise GitError(f"git {' '.join(args[:2])}: exit {done.returncode}: {_last(done)}")
+        return done
+
+    def _overrides(self) -> list[str]:
+        if not self.safe_dirs:
+            return []
+        # A trusted foreign repo must not get to run its own fsmonitor hook.
+        flags = ["-c", "core.fsmonitor=false"]
+        for path in self.safe_dirs:
+            flags += ["-c", f"safe.directory={path}"]
+        return flags
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.budget_s
+
+
+@dataclass(frozen=True)
+class _Repo:
+    top: Path
+    shallow: bool
+    index: Path
+
+
+def collect_git(ctx: CollectContext) -> dict[str, Any]:
+    """Describe every repository in play, keyed by the basename of its top level."""
+    git = _Git(env={**ctx.environ, **_GIT_ENV}, budget_s=ctx.timeout_s)
+    starts: list[tuple[Path, bool]] = []  # (directory, named explicitly by the user)
+    if ctx.caller_file is not None:
+        starts.append((_absolute(ctx, ctx.caller_file).parent, False))
+    starts.append((ctx.cwd, False))
+    starts += [(_absolute(ctx, path), True) for path in ctx.repos]
+
+    repos: dict[Path, _Repo] = {}
+    problems: list[str] = []
+    for start, explicit in starts:
+        try:
+            repo = _locate(git, start)
+        except FileNotFoundError as exc:
+            raise NotAvailable(f"git is not installed: {exc}") from exc
+        if repo is not None:
+            repos.setdefault(repo.top, repo)
+        elif explicit:
+            problems.append(f"{start}: not a git repository")
+    if not repos:
+        raise NotAvailable(f"not a git repository: {ctx.cwd}")
+
+    section: dict[str, Any] = {}
+    for name, repo in zip(_names(list(repos)), repos.values(), strict=True):
+        try:
+            section[name], warnings = _describe(git, repo)
+        except GitError as exc:
+            problems.append(f"{repo.top}: {exc}")
+            continue
+        problems += [f"{name}: {warning}" for warning in warnings]
+    if problems:
+        raise Partial(section, "; ".join(problems))
+    return section
+
+
+def _locate(git: _Git, start: Path) -> _Repo | None:
+    done = git(
+        start, "rev-parse", "--show-toplevel", "--is-shallow-repository", "--git-path", "index",
+        check=False,
+    )  # fmt: skip
+    lines = os.fsdecode(done.stdout).splitlines()
+    if done.returncode != 0 or len(lines) != 3:
+        log.debug("no git work tree at %s: %s", start, _last(done))
+        return None
+    top, shallow, index = lines
+    return _Repo(top=Path(top), shallow=shallow == "true", index=Path(start, index))
+
+
+def _describe(git: _Git, repo: _Repo) -> tuple[dict[str, Any], list[str]]:
+    status = git(
+        repo.top, "status", "--porcelain=v2", "--branch", "-z",
+        "--untracked-files=normal", "--no-ahead-behind",
+    )  # fmt: skip
+    commit, head, dirty = _parse_status(status.stdout)
+    warnings: list[str] = []
+    detached = head == "(detached)"
+    state = {
+        "commit": commit,
+        "branch": None if detached else head,
+        "detached": detached,
+        "dirty": dirty,
+        "remote": _remote(git, repo.top),
+        "shallow": repo.shallow,
+        "patch": _patch(git, repo, commit, warnings) if dirty else None,
+        "submodules": _submodules(git, repo.top, warnings),
+    }
+    return state, warnings
+
+
+# expdna's own default output (manifest_<run id>.json): writing a manifest into the checkout
+# must not make the next run "dirty" and change its DNA.
+_OWN_OUTPUT = re.compile(rb"(^|/)manifest_\d{8}_\d{6}_[0-9a-z]+_[0-9a-z]{4,}\.json$")
+
+
+def _parse_status(out: bytes) -> tuple[str | None, str | None, bool]:
+    """(HEAD commit or None if unborn, branch.head, dirty) from ``status --porcelain=v2 -z``."""
+    commit: str | None = None
+    head: str | None = None
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        if record.startswith(b"? ") and _OWN_OUTPUT.search(record[2:]):
+            continue
+        if not record.startswith(b"# "):
+            return commit, head, True  # headers come first; any entry is a change
+        key, _, value = record[2:].decode(errors="replace").partition(" ")
+        if key == "branch.oid":
+            commit = None if value == "(initial)" else value
+        elif key == "branch.head":
+            head = value
+    return commit, head, False
+
+
+def _remote(git: _Git, top: Path) -> str | None:
+    done = git(top, "config", "-z", "--get-regexp", r"^remote\..*\.url$", check=False)
+    if done.returncode == 1:  # no remote configured
+        return None
+    if done.returncode != 0:
+        raise GitError(f"git config: exit {done.returncode}: {_last(done)}")
+    urls: dict[str, str] = {}
+    for record in done.stdout.split(b"\0"):
+        key, _, url = record.decode(errors="replace").partition("\n")
+        if key:
+            urls.setdefault(key.removeprefix("remote.").removesuffix(".url"), url)
+    if not urls:
+        return None
+    return strip_credentials(urls.get("origin", next(iter(urls.values()))))
+
+
+def strip_credentials(url: str) -> str:
+    """Drop ``user:password@`` from a URL (and a bare ``token@`` from http/ftp URLs)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url  # a path or scp-like ``git@host:org/repo``: no secret goes there
+    netloc = rest.split("/", 1)[0]
+    userinfo, at, _ = netloc.rpartition("@")
+    if not at:
+        return url
+    if ":" in userinfo or scheme.lower() in {"http", "https", "ftp", "ftps"}:
+        rest = rest[len(userinfo) + 1 :]
+    return f"{scheme}://{rest}"
+
+
+def _patch(
+    git: _Git, repo: _Repo, commit: str | None, warnings: list[str]
+) -> dict[str, Any] | None:
+    try:
+        return _make_patch(git, repo, commit, warnings)
+    except GitError as exc:
+        warnings.append(f"no patch: {exc}")
+        return None
+
+
+def _make_patch(
+    git: _Git, repo: _Repo, commit: str | None, warnings: list[str]
+) -> dict[str, Any] | None:
+    """Staged, unstaged and untracked changes against HEAD, made on a copy of the index."""
+    top = repo.top
+    base = commit or _empty_tree(git, top)
+    listed = git(top, "ls-files", "--others", "--exclude-standard", "-z").stdout
+    # A trailing slash marks an embedded repository: left to the user, not inlined.
+    untracked = [
+        path for path in listed.split(b"\0")
+        if path and not path.endswith(b"/") and not _OWN_OUTPUT.search(path)
+    ]
+    with tempfile.TemporaryDirectory(prefix="expdna-git-") as tmp:
+        index = Path(tmp, "index")
+        if repo.index.is_file():
+            shutil.copy2(repo.index, index)  # keep the mtime: git uses it to spot racy edits
+        env = {"GIT_INDEX_FILE": str(index)}
+        if untracked:
+            added = git(
+                top, "--literal-pathspecs", "add", "--intent-to-add",
+                "--pathspec-from-file=-", "--pathspec-file-nul",
+                env=env, input=b"\0".join(untracked), check=False,
+            )  # fmt: skip
+            if added.returncode != 0:
+                warnings.append(f"untracked files left out of the patch: {_last(added)}")
+        diff = git(top, "diff", *_DIFF_OPTS, base, "--", env=env).stdout
+        numstat = git(top, "diff", "--numstat", "-z", *_DIFF_OPTS, base, "--", env=env)
+    binaries = [
+        _binary_file(top, raw)
+        for added_n, deleted_n, raw in _numstat(numstat.stdout)
+        if added_n == b"-" and deleted_n == b"-"
+    ]
+    if not diff and not binaries:
+        return None
+    text = diff.decode("utf-8", errors="replace")
+    data = text.encode("utf-8")
+    return {"digest": ref_of(data), "size": len(data), "text": text, "binary_files": binaries}
+
+
+def _empty_tree(git: _Git, top: Path) -> str:
+    """The empty tree's id in this repository's hash (what an unborn HEAD is compared to)."""
+    return git(top, "hash-object", "-t", "tree", "--stdin", input=b"").stdout.decode().strip()
+
+
+def _numstat(out: bytes) -> list[tuple[bytes, bytes, bytes]]:
+    rows = []
+    for record in out.split(b"\0"):
+        parts = record.split(b"\t", 2)
+        if len(parts) == 3:
+            rows.append((parts[0], parts[1], parts[2]))
+    return rows
+
+
+def _binary_file(top: Path, raw: bytes) -> dict[str, Any]:
+    path = top / os.fsdecode(raw)
+    try:
+        digest: str | None = f"{ALGORITHM}:{file_hex(path)}"
+        size: int | None = path.stat().st_size
+    except FileNotFoundError:  # deleted in the working tree
+        digest = size = None
+    return {"path": raw.decode(errors="replace"), "digest": digest, "size": size}
+
+
+def _submodules(git: _Git, top: Path, warnings: list[str]) -> list[dict[str, Any]]:
+    if not (top / ".gitmodules").is_file():
+        return []
+    try:
+        actual = _submodule_lines(git(top, "submodule", "status", "--recursive").stdout)
+        recorded = _submodule_lines(
+            git(top, "submodule", "status", "--cached", "--recursive").stdout
+        )
+    except GitError as exc:
+        warnings.append(f"submodules: {exc}")
+        return []
+    found = []
+    for path, (flag, sha) in sorted(actual.items()):
+        commit = recorded.get(path, (flag, sha))[1]
+        found.append(
+            {
+                "path": path,
+                "commit": None if _is_null(commit) else commit,
+                "checked_out": None if flag == "-" or _is_null(sha) else sha,
+                "state": _SUBMODULE_STATES.get(flag, "unknown"),
+            }
+        )
+    return found
+
+
+def _submodule_lines(out: bytes) -> dict[str, tuple[str, str]]:
+    """``{path: (flag, sha)}`` from lines ``<flag><sha> <path>[ (<describe>)]``."""
+    entries = {}
+    for line in out.decode(errors="replace").splitlines():
+        flag, (sha, _, tail) = line[:1], line[1:].partition(" ")
+        if flag != "-" and tail.endswith(")") and " (" in tail:
+            tail = tail.rsplit(" (", 1)[0]
+        if tail:
+            entries[tail] = (flag, sha)
+    return entries
+
+
+def _is_null(sha: str) -> bool:
+    return not sha.strip("0")
+
+
+def _dubious_dir(done: process.Completed, where: Path) -> str | None:
+    if done.returncode == 0:
+        return None
+    match = _DUBIOUS.search(done.stderr)
+    if match is None:
+        return None
+    named = match.group(1) or match.group(2)
+    return os.fsdecode(named) if named else str(where.resolve())
+
+
+def _names(tops: list[Path]) -> list[str]:
+    """Basenames, made unique in order with ``-2``, ``-3``… suffixes."""
+    used: set[str] = set()
+    names = []
+    for top in tops:
+        base = top.name or str(top)
+        name, n = base, 1
+        while name in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def _absolute(ctx: CollectContext, path: Path) -> Path:
+    return path if path.is_absolute() else ctx.cwd / path
+
+
+def _last(done: process.Completed) -> str:
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "(no message)"

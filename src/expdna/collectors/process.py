@@ -1,0 +1,80 @@
+"""Run one external command the way every collector should: argv list, timeout, no shell.
+
+The child gets its own process group, so a timeout kills whatever it started too (a
+shell-script wrapper, a pager, a helper) and nothing lingers holding our pipes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished command left behind."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+class Runner(Protocol):
+    """The signature of :func:`run`, so a collector can take a recorded replay instead."""
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float,
+        input: bytes | None = None,
+    ) -> Completed: ...
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float,
+    input: bytes | None = None,
+) -> Completed:
+    """Run ``argv`` and return its exit status and output; never raises on a non-zero exit.
+
+    ``env`` is merged over ``os.environ`` when given. ``subprocess.TimeoutExpired`` is
+    raised after ``timeout_s`` (the whole process group is killed first); ``OSError``
+    (e.g. ``FileNotFoundError`` for a missing program) passes through.
+    """
+    full_env = None if env is None else {**os.environ, **env}
+    with subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(input, timeout=max(timeout_s, 0.0))
+        except BaseException:
+            _kill_group(proc)
+            raise
+    return Completed(proc.returncode, stdout, stderr)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # The child is not reaped yet, so its pid (= its process group id) is still ours.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - Windows
+            proc.kill()

@@ -1,0 +1,153 @@
+"""Run collectors concurrently, each under a deadline; never raise, never wait on a hang.
+
+Each collector runs in its own daemon thread. One that misses its deadline is abandoned
+(recorded as ``timeout``), not awaited: a daemon thread cannot keep the interpreter alive,
+and the subprocesses collectors start carry their own timeouts.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any
+
+from expdna.collectors.context import CollectContext, NotAvailable, Partial
+
+log = logging.getLogger(__name__)
+
+CollectorFn = Callable[[CollectContext], dict[str, Any]]
+ENTRY_POINT_GROUP = "expdna.collectors"
+DEFAULT_DEADLINE_S = 4.0
+
+
+@dataclass(frozen=True)
+class Collector:
+    """A named source of one manifest section."""
+
+    name: str
+    section: str
+    fn: CollectorFn
+
+
+@dataclass
+class Registry:
+    """Collectors by name. An object, so tests and callers can build their own."""
+
+    collectors: dict[str, Collector] = field(default_factory=dict)
+
+    def register(self, name: str, section: str) -> Callable[[CollectorFn], CollectorFn]:
+        def decorator(fn: CollectorFn) -> CollectorFn:
+            self.add(Collector(name=name, section=section, fn=fn))
+            return fn
+
+        return decorator
+
+    def add(self, collector: Collector) -> None:
+        if collector.name in self.collectors:
+            raise ValueError(f"collector {collector.name!r} is registered twice")
+        self.collectors[collector.name] = collector
+
+    def load_entry_points(self) -> list[str]:
+        """Add third-party collectors from the ``expdna.collectors`` entry-point group.
+
+        Each entry point names a :class:`Collector`. Returns one warning per broken one.
+        """
+        warnings = []
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                collector = ep.load()
+                if not isinstance(collector, Collector):
+                    raise TypeError(f"{ep.value} is not an expdna Collector")
+                self.add(collector)
+            except Exception as exc:  # a broken plugin must not stop collection
+                warnings.append(f"plugin {ep.name}: {exc}")
+        return warnings
+
+    def select(self, names: Iterable[str] | None) -> list[Collector]:
+        if names is None:
+            return list(self.collectors.values())
+        unknown = [n for n in names if n not in self.collectors]
+        if unknown:
+            raise KeyError(f"unknown collector(s): {', '.join(unknown)}")
+        return [self.collectors[n] for n in names]
+
+
+@dataclass
+class Outcome:
+    """What one collector produced."""
+
+    status: str
+    section: dict[str, Any]
+    duration_ms: float
+    warnings: list[str] = field(default_factory=list)
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "duration_ms": round(self.duration_ms, 2),
+            "warnings": self.warnings,
+        }
+
+
+def _call(collector: Collector, ctx: CollectContext) -> Outcome:
+    start = time.perf_counter()
+    try:
+        section = collector.fn(ctx)
+        status, warnings = "ok", []
+    except NotAvailable as exc:
+        section, status, warnings = {}, "skipped", [str(exc)] if str(exc) else []
+    except Partial as exc:
+        section, status, warnings = dict(exc.section), "partial", [exc.reason]
+    except Exception as exc:  # collectors never break a run: a failure becomes a warning
+        log.debug("collector %s failed", collector.name, exc_info=True)
+        section, status, warnings = {}, "failed", [f"{type(exc).__name__}: {exc}"]
+    return Outcome(status, section, (time.perf_counter() - start) * 1000, warnings)
+
+
+def run_collectors(
+    ctx: CollectContext,
+    collectors: Iterable[Collector],
+    *,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    overall_deadline_s: float | None = None,
+) -> dict[str, Outcome]:
+    """Run ``collectors`` concurrently; every name gets an outcome, hung ones ``timeout``."""
+    chosen = list(collectors)
+    results: queue.Queue[tuple[str, Outcome]] = queue.Queue()
+    started = time.perf_counter()
+    for collector in chosen:
+        thread = threading.Thread(
+            target=lambda c=collector: results.put((c.name, _call(c, ctx))),
+            name=f"expdna-collect-{collector.name}",
+            daemon=True,
+        )
+        thread.start()
+
+    overall = deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s)
+    outcomes: dict[str, Outcome] = {}
+    while len(outcomes) < len(chosen):
+        left = overall - (time.perf_counter() - started)
+        if left <= 0:
+            break
+        try:
+            name, outcome = results.get(timeout=left)
+        except queue.Empty:
+            break
+        outcomes[name] = outcome
+    elapsed = (time.perf_counter() - started) * 1000
+    for collector in chosen:
+        if collector.name not in outcomes:
+            log.warning("collector %s missed its %.1f s deadline", collector.name, overall)
+            outcomes[collector.name] = Outcome(
+                "timeout", {}, elapsed, [f"no answer within {overall:g} s; abandoned"]
+            )
+    for name, outcome in outcomes.items():
+        for warning in outcome.warnings:
+            if outcome.status != "skipped":
+                log.warning("collector %s: %s", name, warning)
+    return {c.name: outcomes[c.name] for c in chosen}

@@ -1,0 +1,40 @@
+"""argv -> resolved args, and the environment whitelist."""
+
+from __future__ import annotations
+
+from expdna.collectors.config import parse_args, select_env, typed
+
+
+def test_forms_of_arguments() -> None:
+    argv = ["python", "train.py", "--lr", "3e-4", "--epochs=10", "--fp16", "--model-name",
+            "vit_base", "--warmup", "-5", "--tag", "a", "--tag", "b", "data/", "-n", "4",
+            "--ratio", ".5", "--name=", "--eq=a=b"]
+    assert parse_args(argv) == {
+        "lr": 3e-4, "epochs": 10, "fp16": True, "model_name": "vit_base", "warmup": -5,
+        "tag": ["a", "b"], "n": 4, "ratio": 0.5, "name": "", "eq": "a=b",
+    }
+
+
+def test_flag_before_flag_and_at_end() -> None:
+    assert parse_args(["--a", "--b", "1", "--c"]) == {"a": True, "b": 1, "c": True}
+
+
+def test_numbers_typed_but_not_words() -> None:
+    assert typed("42") == 42 and isinstance(typed("42"), int)
+    assert typed("1e3") == 1000.0 and isinstance(typed("1e3"), float)
+    for word in ("nan", "inf", "Infinity", "1_000", "0x10", "v1.2", "2.11.0+cu129", "true"):
+        assert typed(word) == word
+
+
+def test_double_dash_ends_nothing_but_is_not_a_value() -> None:
+    assert parse_args(["--x", "--", "y"]) == {"x": True}
+
+
+def test_environment_whitelist() -> None:
+    environ = {"CUDA_HOME": "/usr/local/cuda", "NCCL_DEBUG": "INFO", "HOME": "/root",
+               "AWS_SECRET_ACCESS_KEY": "x", "PYTHONHASHSEED": "0", "PATH": "/bin",
+               "HF_TOKEN": "hf_x", "OMP_NUM_THREADS": "8", "SLURM_JOB_ID": "1"}
+    assert select_env(environ) == {
+        "CUDA_HOME": "/usr/local/cuda", "HF_TOKEN": "hf_x", "NCCL_DEBUG": "INFO",
+        "OMP_NUM_THREADS": "8", "PYTHONHASHSEED": "0", "SLURM_JOB_ID": "1",
+    }
