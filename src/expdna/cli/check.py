@@ -1,0 +1,60 @@
+"""``expdna check MANIFEST``: can this environment rerun it? One line per rule, a verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from expdna.cli.diff import shown
+from expdna.cli.output import emit_json
+from expdna.compare.check import CheckReport, CheckResult, check_live
+from expdna.manifest.io import load_manifest
+
+
+def result_line(result: CheckResult) -> str:
+    current = "(unknown)" if result.current is None else shown(result.current)
+    return f"{result.status} {result.field}: {shown(result.recorded)} -> {current}"
+
+
+def verdict_line(report: CheckReport) -> str:
+    counts = report.counts()
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return f"verdict: {report.verdict} ({summary})"
+
+
+@click.command("check")
+@click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
+@click.option(
+    "--repo",
+    "repos",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Another git repository to compare (repeatable); the one containing cwd is always in.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print {"verdict", "results": [{"rule", "field", "status", "recorded", "current"}]}.',
+)
+@click.pass_context
+def check_command(
+    ctx: click.Context, manifest: Path, repos: tuple[Path, ...], as_json: bool
+) -> None:
+    """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
+
+    FAIL: another commit or patch, another GPU model, another Python/CUDA/torch major.
+    WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, or a value
+    that cannot be read here. Exit 0 without FAIL, 1 with any FAIL.
+    """
+    recorded = load_manifest(manifest)
+    report = check_live(recorded, cwd=Path.cwd(), repos=repos)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for result in report.results:
+            click.echo(result_line(result))
+        click.echo(verdict_line(report))
+    ctx.exit(1 if report.verdict == "FAIL" else 0)

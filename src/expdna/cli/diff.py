@@ -1,0 +1,83 @@
+"""``expdna diff A B``: section digests, then each changed field with its severity."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+
+from expdna.cli.output import emit_json
+from expdna.compare.diff import DiffReport, diff_manifests
+from expdna.manifest.dna import short
+from expdna.manifest.io import load_manifest
+
+#: Longest value shown whole in text output; JSON output always carries the full value.
+MAX_SHOWN = 60
+_DIGEST = re.compile(r"^(blake3:)?([0-9a-f]{64})$")
+_NAME_WIDTH = 12
+
+
+def shown(value: Any) -> str:
+    """A value as one short line of text: digests to 12 hex, long text cut, None named."""
+    if value is None:
+        return "(none)"
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    match = _DIGEST.match(text)
+    if match:
+        return f"{match.group(1) or ''}{short(match.group(2))}…"
+    # One line per change: control characters (a newline in an argv word) are escaped.
+    text = "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def render(report: DiffReport) -> list[str]:
+    lines = []
+    for name, section in report.sections.items():
+        if section.equal:
+            lines.append(f"{name:<{_NAME_WIDTH}}=  {short(section.a)}")
+        else:
+            lines.append(f"{name:<{_NAME_WIDTH}}!= {short(section.a)} -> {short(section.b)}")
+    lines += [f"{c.severity} {c.path}: {shown(c.old)} -> {shown(c.new)}" for c in report.changes]
+    a, b = (short(value) for value in report.dna)
+    lines.append(f"dna: {a} (equal)" if report.equal else f"dna: {a} -> {b} (differ)")
+    return lines
+
+
+@click.command("diff")
+@click.argument("a", type=click.Path(path_type=Path), metavar="A")
+@click.argument("b", type=click.Path(path_type=Path), metavar="B")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print {"equal", "dna", "sections", "changes"} with full values.',
+)
+@click.pass_context
+def diff_command(ctx: click.Context, a: Path, b: Path, as_json: bool) -> None:
+    """Compare two manifests: which DNA sections differ, then every changed field.
+
+    Severity: CRITICAL for code (commit, patch) and GPU identity (model, driver, VBIOS),
+    WARN for versions, INFO otherwise. Exit 0 when the DNAs are equal, 1 when they differ.
+    """
+    first, second = load_manifest(a), load_manifest(b)
+    report = diff_manifests(first, second)
+    for path, stale, stored, actual in zip(
+        (a, b), report.stale(), report.stored_dna, report.dna, strict=True
+    ):
+        if stale and stored is not None:
+            click.echo(
+                f"expdna: warning: {path}: stored DNA {short(stored)} does not match its "
+                f"content ({short(actual)}); comparing the recomputed one",
+                err=True,
+            )
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for line in render(report):
+            click.echo(line)
+    ctx.exit(0 if report.equal else 1)

@@ -1,0 +1,65 @@
+"""``expdna generate``: collect, write the manifest, print its path and DNA."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from expdna.api import generate
+from expdna.cli.output import emit_json
+from expdna.manifest.dna import short
+
+
+@click.command("generate")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), metavar="PATH",
+    help="Manifest file to write, or a directory for the default name "
+    "(default: ./manifest_<run_id>.json).",
+)
+@click.option(
+    "--repo", "repos", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+    help="Another git repository to record (repeatable); the one containing cwd is always in.",
+)
+@click.option(
+    "--data", "data", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+    help="A data file or directory to digest (repeatable).",
+)
+@click.option(
+    "--dna-ignore", "dna_ignore", multiple=True, metavar="GLOB",
+    help="Leave dotted paths matching GLOB out of the DNA, e.g. 'config.resolved_args.seed'.",
+)
+@click.option(
+    "--deadline", type=click.FloatRange(min=0.1), default=4.0, show_default=True,
+    metavar="SECONDS", help="Time each collector gets before it is abandoned.",
+)
+@click.option("--json", "as_json", is_flag=True, help='Print {"path", "run_id", "dna"}.')
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGV...]")
+def generate_command(
+    output: Path | None,
+    repos: tuple[Path, ...],
+    data: tuple[Path, ...],
+    dna_ignore: tuple[str, ...],
+    deadline: float,
+    as_json: bool,
+    argv: tuple[str, ...],
+) -> None:
+    """Write a manifest describing this checkout and the command ARGV.
+
+    ARGV (after --) is the training command; its --key value pairs become the resolved
+    config. Without it the manifest describes the environment alone.
+    """
+    path, manifest = generate(
+        argv, output=output, repos=repos, data=data, deadline_s=deadline, dna_ignore=dna_ignore
+    )
+    assert manifest.dna is not None
+    if as_json:
+        emit_json(
+            {"path": str(path.resolve()), "run_id": manifest.run_id, "dna": manifest.dna.value}
+        )
+        return
+    click.echo(f"wrote {path}")
+    click.echo(f"dna {short(manifest.dna.value)}  run {manifest.run_id}")
+    for name, status in manifest.collection.collectors.items():
+        if status.status not in ("ok", "skipped"):
+            click.echo(f"warning: {name} {status.status}: {'; '.join(status.warnings)}", err=True)

@@ -1,0 +1,310 @@
+"""``check``: a recorded manifest against another one, usually the live environment.
+
+The engine is a registry of small rules. Each rule reads the two manifests and yields
+findings; :func:`check_manifest` runs them in order and tags each finding with its rule's
+name. Conventions every rule keeps, so the output reads the same everywhere:
+
+- a field not recorded (``None``) is not checked: there is nothing to compare with;
+- a field recorded but unknown now is ``WARN`` with ``current=None`` (shown "(unknown)");
+- a thing that is known not to exist now is named by a marker (``(absent)``, ``(none)``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from expdna.compare import versions
+from expdna.manifest.model import Manifest, Repo
+
+Status = Literal["PASS", "WARN", "FAIL"]
+STATUSES: tuple[Status, ...] = ("FAIL", "WARN", "PASS")
+
+#: Markers for facts that are not values: the thing is known to be missing, or clean.
+ABSENT = "(absent)"
+CLEAN = "(clean)"
+DIRTY_NO_PATCH = "(dirty, no patch)"
+NO_GPU = "(none)"
+#: Sections the live collection fills for a check (argv, config and data are the run's own).
+LIVE_SECTIONS = frozenset({"code", "environment", "hardware"})
+#: Collecting is not on a training run's critical path here: give slow repos time.
+LIVE_DEADLINE_S = 30.0
+#: Packages with a rule of their own; the generic package rule leaves them alone.
+_OWN_RULE_PACKAGES = frozenset({"torch"})
+
+
+class Finding(NamedTuple):
+    """What a rule says about one field."""
+
+    field: str
+    status: Status
+    recorded: str | None
+    current: str | None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    rule: str
+    field: str
+    status: Status
+    recorded: str | None
+    current: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "field": self.field,
+            "status": self.status,
+            "recorded": self.recorded,
+            "current": self.current,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    results: tuple[CheckResult, ...]
+
+    @property
+    def verdict(self) -> Status:
+        found = {r.status for r in self.results}
+        return next((s for s in STATUSES if s in found), "PASS")
+
+    def counts(self) -> dict[Status, int]:
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    def failures(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status == "FAIL"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "results": [r.to_dict() for r in self.results]}
+
+
+Rule = Callable[[Manifest, Manifest], Iterable[Finding]]
+
+
+@dataclass
+class RuleSet:
+    """Rules by name, run in insertion order. An object, so callers can build their own."""
+
+    rules: dict[str, Rule] = field(default_factory=dict)
+
+    def add(self, name: str, rule: Rule) -> None:
+        if name in self.rules:
+            raise ValueError(f"check rule {name!r} is registered twice")
+        self.rules[name] = rule
+
+    def register(self, name: str) -> Callable[[Rule], Rule]:
+        def decorator(rule: Rule) -> Rule:
+            self.add(name, rule)
+            return rule
+
+        return decorator
+
+
+Judge = Callable[[str, str], Status]
+
+
+def _compare(name: str, recorded: object, current: object, judge: Judge) -> Iterator[Finding]:
+    """The shared convention: not recorded -> no finding; unknown now -> WARN."""
+    if recorded is None:
+        return
+    old = str(recorded)
+    if current is None:
+        yield Finding(name, "WARN", old, None)
+        return
+    new = str(current)
+    yield Finding(name, judge(old, new), old, new)
+
+
+def _differs(status: Status) -> Judge:
+    return lambda old, new: "PASS" if old == new else status
+
+
+def _by_release(old: str, new: str) -> Status:
+    """Same major, other minor: WARN; other major: FAIL; a patch release: PASS."""
+    step = versions.change(old, new)
+    if step in ("same", "patch"):
+        return "PASS"
+    return "FAIL" if step == "major" else "WARN"
+
+
+def _by_major(old: str, new: str) -> Status:
+    """Any other version WARNs; another major FAILs."""
+    step = versions.change(old, new)
+    if step == "same":
+        return "PASS"
+    return "FAIL" if step == "major" else "WARN"
+
+
+def _collector_lost(current: Manifest, collector: str) -> bool:
+    """True when ``collector`` produced nothing now, so an empty section means "unknown"."""
+    status = current.collection.collectors.get(collector)
+    return status is not None and status.status in ("failed", "timeout")
+
+
+def _live_repo(current: Manifest, name: str) -> Repo | None:
+    return current.code.get(name)
+
+
+def rule_commit(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    for name, repo in recorded.code.items():
+        live = _live_repo(current, name)
+        where = f"code.{name}.commit"
+        if live is None and repo.commit is not None:
+            # A repo git could not describe now is unknown; one git did not find is absent.
+            lost = _collector_lost(current, "git")
+            yield Finding(where, "WARN" if lost else "FAIL", repo.commit, None if lost else ABSENT)
+            continue
+        yield from _compare(where, repo.commit, live.commit if live else None, _differs("FAIL"))
+
+
+def _patch_value(repo: Repo) -> str | None:
+    if repo.patch is not None:
+        return repo.patch.digest
+    return {True: DIRTY_NO_PATCH, False: CLEAN, None: None}[repo.dirty]
+
+
+def _by_patch(old: str, new: str) -> Status:
+    if old == new and old != DIRTY_NO_PATCH:
+        return "PASS"
+    if CLEAN in (old, new):
+        return "FAIL"  # one side clean, the other dirty: certainly other code
+    # A dirty tree whose patch is unknown cannot be compared either way.
+    return "WARN" if DIRTY_NO_PATCH in (old, new) else "FAIL"
+
+
+def rule_patch(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    # Both digests name the redacted patch text (the live collection redacts too).
+    for name, repo in recorded.code.items():
+        live = _live_repo(current, name)
+        if live is None:
+            continue  # the commit rule already reports the repository as missing
+        yield from _compare(
+            f"code.{name}.patch.digest", _patch_value(repo), _patch_value(live), _by_patch
+        )
+
+
+def rule_python(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    yield from _compare(
+        "environment.python_version",
+        recorded.environment.python_version,
+        current.environment.python_version,
+        _by_release,
+    )
+
+
+def _package(current: Manifest, name: str) -> str | None:
+    found = current.environment.packages.get(name)
+    if found is None and not _collector_lost(current, "environment"):
+        return ABSENT
+    return found
+
+
+def rule_torch(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    # Without torch (or with another major) a PyTorch run does not rerun: both FAIL.
+    old = recorded.environment.packages.get("torch")
+    yield from _compare(
+        "environment.packages.torch",
+        old,
+        _package(current, "torch"),
+        lambda a, b: "FAIL" if b == ABSENT else _by_major(a, b),
+    )
+
+
+def rule_packages(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    for name, version in recorded.environment.packages.items():
+        if name in _OWN_RULE_PACKAGES:
+            continue
+        yield from _compare(
+            f"environment.packages.{name}", version, _package(current, name), _differs("WARN")
+        )
+
+
+def rule_gpu_model(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    live = current.hardware.gpu_model
+    if live is None and current.hardware.gpu_count == 0:
+        live = NO_GPU  # known to have no GPU, not merely unknown
+    yield from _compare("hardware.gpu_model", recorded.hardware.gpu_model, live, _differs("FAIL"))
+
+
+def rule_vbios(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    # GPUs are matched by index: the collector lists them in the driver's order.
+    live = current.hardware.gpus
+    for i, gpu in enumerate(recorded.hardware.gpus):
+        now = live[i].vbios_version if i < len(live) else None
+        yield from _compare(
+            f"hardware.gpus.{i}.vbios_version", gpu.vbios_version, now, _differs("WARN")
+        )
+
+
+def _hardware_field(name: str, judge: Judge) -> Rule:
+    def rule(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+        yield from _compare(
+            f"hardware.{name}",
+            getattr(recorded.hardware, name, None),
+            getattr(current.hardware, name, None),
+            judge,
+        )
+
+    return rule
+
+
+def default_rules() -> RuleSet:
+    """The built-in rules, in the order their results are shown."""
+    rules = RuleSet()
+    rules.add("commit", rule_commit)
+    rules.add("patch", rule_patch)
+    rules.add("python", rule_python)
+    rules.add("torch", rule_torch)
+    rules.add("packages", rule_packages)
+    rules.add("gpu_model", rule_gpu_model)
+    rules.add("driver", _hardware_field("driver_version", _differs("WARN")))
+    rules.add("vbios", rule_vbios)
+    rules.add("cuda", _hardware_field("cuda_version", _by_release))
+    rules.add("cudnn", _hardware_field("cudnn_version", _differs("WARN")))
+    rules.add("nccl", _hardware_field("nccl_version", _differs("WARN")))
+    return rules
+
+
+def check_manifest(
+    recorded: Manifest, current: Manifest, *, rules: RuleSet | None = None
+) -> CheckReport:
+    """Every rule's findings for ``recorded`` against ``current``; pure, no I/O."""
+    chosen = rules if rules is not None else default_rules()
+    results = [
+        CheckResult(rule=name, **finding._asdict())
+        for name, rule in chosen.rules.items()
+        for finding in rule(recorded, current)
+    ]
+    return CheckReport(tuple(results))
+
+
+def collect_live(
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    deadline_s: float = LIVE_DEADLINE_S,
+) -> Manifest:
+    """The live code, environment and hardware, collected as ``generate`` would."""
+    # Imported here: collecting pulls in every collector, which pure callers never need.
+    from expdna.api import collect
+    from expdna.collectors import default_registry
+
+    registry = default_registry()
+    names = [n for n, c in registry.collectors.items() if c.section in LIVE_SECTIONS]
+    return collect(cwd=cwd, repos=repos, collectors=names, registry=registry, deadline_s=deadline_s)
+
+
+def check_live(
+    recorded: Manifest,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    deadline_s: float = LIVE_DEADLINE_S,
+    rules: RuleSet | None = None,
+) -> CheckReport:
+    """``recorded`` against this machine: the repo containing ``cwd`` plus ``repos``."""
+    current = collect_live(cwd=cwd, repos=repos, deadline_s=deadline_s)
+    return check_manifest(recorded, current, rules=rules)

@@ -1,0 +1,246 @@
+"""``rerun``: a reviewable shell script for a recorded run, or the run itself after a check.
+
+The script is text for a person: what the code must be (commented, never acted on), the
+recorded environment as ``export`` lines and the recorded argv, every word quoted. Nothing
+here installs a package or touches git; ``--confirm`` only runs the recorded argv.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from expdna.compare.check import CheckReport, check_live
+from expdna.errors import ExpdnaError, RefusedError
+from expdna.manifest.dna import compute_dna, short
+from expdna.manifest.model import Manifest, Repo
+
+#: Substrings that redaction leaves in a value it replaced (DESIGN.md "Redaction").
+REDACTION_MARKS: tuple[str, ...] = ("***", "<HOME>", "<internal-address>", "<internal-host>")
+_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PATCH_PREFIX = "#| "
+
+
+class LaunchError(ExpdnaError):
+    """The recorded program could not be started; 127 as a shell says "command not found"."""
+
+    exit_code = 127
+
+
+@dataclass(frozen=True)
+class RedactedInput:
+    """One input of the command whose recorded value was redacted."""
+
+    path: str  # dotted path in the manifest, e.g. "command.argv.3"
+    label: str  # as shown to people: "argv[3]", "env HF_TOKEN"
+    value: str
+
+
+def _listed(redacted: set[str], path: str) -> bool:
+    head, _, index = path.rpartition(".")
+    # Accept both spellings of a list index: "command.argv.3" and "command.argv[3]".
+    return path in redacted or (index.isdigit() and f"{head}[{index}]" in redacted)
+
+
+def _is_redacted(value: str, path: str, redacted: set[str]) -> bool:
+    return _listed(redacted, path) or any(mark in value for mark in REDACTION_MARKS)
+
+
+def redacted_inputs(manifest: Manifest) -> list[RedactedInput]:
+    """The argv words and environment values that must be filled in by hand."""
+    listed = set(manifest.collection.redacted)
+    found = [
+        RedactedInput(f"command.argv.{i}", f"argv[{i}]", word)
+        for i, word in enumerate(manifest.command.argv)
+        if _is_redacted(word, f"command.argv.{i}", listed)
+    ]
+    found += [
+        RedactedInput(f"config.selected_env.{name}", f"env {name}", value)
+        for name, value in manifest.config.selected_env.items()
+        if _is_redacted(value, f"config.selected_env.{name}", listed)
+    ]
+    return found
+
+
+def _one_line(text: str) -> str:
+    """``text`` safe inside a ``#`` comment: a newline would end the comment early."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
+
+
+def _repo_lines(name: str, repo: Repo) -> list[str]:
+    at = repo.commit or "(no commit recorded)"
+    where = f"(branch {repo.branch})" if repo.branch else "(detached)" if repo.detached else ""
+    if repo.patch is not None:
+        below = " below" if repo.patch.text else ""
+        state = f"dirty: patch {repo.patch.digest}{below}"
+    else:
+        state = {True: "dirty, no patch recorded", False: "clean", None: "state unknown"}[
+            repo.dirty
+        ]
+    lines = [f"# expected: {_one_line(name)} at {_one_line(at)} {_one_line(where)}, {state}"]
+    if repo.remote:
+        lines.append(f"#   remote: {_one_line(repo.remote)}")
+    lines += [
+        f"#   submodule {_one_line(s.path)} at {_one_line(s.commit or '(unknown)')}"
+        for s in repo.submodules
+    ]
+    if repo.patch is not None:
+        lines += _patch_lines(name, repo)
+    return lines
+
+
+def _patch_lines(name: str, repo: Repo) -> list[str]:
+    assert repo.patch is not None
+    patch = repo.patch
+    safe = _one_line(name)
+    lines = [f"#   patch {patch.digest}, {patch.size} bytes, against the commit above"]
+    if patch.binary_files:
+        lines.append(
+            "#   binary files not in the patch text: "
+            + ", ".join(_one_line(f"{b.path} ({b.digest})") for b in patch.binary_files)
+        )
+    if not patch.text:
+        reason = (
+            "truncated: take it from the store by its digest"
+            if patch.truncated
+            else "not inline in this manifest"
+        )
+        return [*lines, f"#   (patch text {reason})"]
+    if patch.truncated:
+        lines.append("#   (patch text truncated in the manifest: the full one is in the store)")
+    if any(mark in patch.text for mark in REDACTION_MARKS):
+        lines.append("#   (the patch was redacted when recorded: restore marked values by hand)")
+    # A distinct prefix, so the patch can be cut back out (sh ends a comment only at \n).
+    lines.append(
+        f"#   to extract: sed -n '/^# begin patch {safe}$/,/^# end patch {safe}$/s/^#| //p'"
+    )
+    lines.append(f"# begin patch {safe}")
+    body = patch.text[:-1] if patch.text.endswith("\n") else patch.text
+    lines += [_PATCH_PREFIX + line for line in body.split("\n")]
+    lines.append(f"# end patch {safe}")
+    return lines
+
+
+def render_script(manifest: Manifest) -> str:
+    """The POSIX shell script that would rerun ``manifest``, for a person to review."""
+    listed = set(manifest.collection.redacted)
+    dna = manifest.dna.value if manifest.dna else compute_dna(manifest).value
+    out = [
+        "#!/bin/sh",
+        "# expdna rerun script: review it and fill in what is marked before running it.",
+        "# It installs nothing and changes no git state: set up the code below by hand.",
+        f"# run:          {_one_line(manifest.run_id)}",
+        f"# dna:          {short(dna)}",
+        f"# generated_at: {_one_line(manifest.generated_at)}",
+        "#",
+    ]
+    if manifest.code:
+        out.append("# Code the run used (check it out and apply the patch yourself):")
+        for name, repo in manifest.code.items():
+            out += _repo_lines(name, repo)
+    else:
+        out.append("# No git repository was recorded.")
+    out.append("#")
+    if manifest.command.cwd:
+        out.append("# Working directory of the original run:")
+        out.append(f"# cd {_one_line(shlex.quote(manifest.command.cwd))}")
+        if "<HOME>" in manifest.command.cwd:
+            out.append("#   (<HOME> stands for the recording user's home directory)")
+    for name, value in manifest.config.selected_env.items():
+        if not _SHELL_NAME.match(name):
+            out.append(f"# skipped: {_one_line(repr(name))} is not a shell variable name")
+            continue
+        if _is_redacted(value, f"config.selected_env.{name}", listed):
+            out.append(f"# FILL IN BY HAND: {name} was redacted when recorded")
+        out.append(f"export {name}={shlex.quote(value)}")
+    argv = manifest.command.argv
+    if not argv:
+        out.append("# No command was recorded: there is no command to rerun.")
+        return "\n".join(out) + "\n"
+    for i, word in enumerate(argv):
+        if _is_redacted(word, f"command.argv.{i}", listed):
+            out.append(
+                f"# FILL IN BY HAND: argv[{i}] ({_one_line(shlex.quote(word))}) "
+                "was redacted when recorded"
+            )
+    out.append(shlex.join(argv))
+    return "\n".join(out) + "\n"
+
+
+def refusal_reasons(manifest: Manifest, report: CheckReport) -> list[str]:
+    """Why ``--confirm`` must not run ``manifest`` after ``report``; empty when it may."""
+    reasons = []
+    failed = report.failures()
+    if failed:
+        reasons.append("check FAILs on " + ", ".join(r.field for r in failed))
+    redacted = redacted_inputs(manifest)
+    if redacted:
+        reasons.append(
+            "redacted values must be filled in by hand: "
+            + ", ".join(r.label for r in redacted)
+            + " (see rerun --dry-run)"
+        )
+    return reasons
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
+    # Ctrl-C reaches the child through the terminal's process group; the child decides
+    # what it means, as under a shell, and its exit status is what we report.
+    if threading.current_thread() is not threading.main_thread():
+        return proc.wait()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run_recorded(
+    manifest: Manifest,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Run the recorded argv (no shell) with the recorded environment over ours.
+
+    No timeout: this is the training run itself, as long as it takes.
+    """
+    argv = manifest.command.argv
+    if not argv:
+        raise RefusedError("no command was recorded: there is nothing to rerun")
+    env = {**(os.environ if environ is None else environ), **manifest.config.selected_env}
+    try:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd)
+    except OSError as exc:
+        raise LaunchError(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+    with proc:
+        return _wait(proc)
+
+
+def rerun_confirmed(
+    manifest: Manifest,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    report: CheckReport | None = None,
+) -> int:
+    """Check ``manifest`` here, refuse on a FAIL or a redacted input, else run it.
+
+    Returns the command's exit status; raises :class:`RefusedError` naming every reason.
+    """
+    if not manifest.command.argv:
+        raise RefusedError("no command was recorded: there is nothing to rerun")
+    if report is None:
+        report = check_live(manifest, cwd=cwd, repos=repos)
+    reasons = refusal_reasons(manifest, report)
+    if reasons:
+        raise RefusedError("refusing to rerun: " + "; ".join(reasons))
+    return run_recorded(manifest, cwd=cwd)

@@ -1,0 +1,219 @@
+"""diff: recomputed section digests, flattened leaf changes and their severities."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from expdna.cli.diff import render, shown
+from expdna.compare.diff import diff_manifests, flatten, severity_of
+from expdna.manifest.dna import compute_dna
+from expdna.manifest.model import DNA_SECTIONS, Manifest
+
+COMMIT = "1c8e2fb" + "0" * 33
+BASE: dict[str, Any] = {
+    "schema_version": "1.0",
+    "run_id": "20260805_143025_1c8e2fb_k3f9",
+    "generated_at": "2026-08-05T14:30:25Z",
+    "command": {"argv": ["python", "train.py", "--lr", "0.1"], "cwd": "/work/relax"},
+    "code": {
+        "relax": {
+            "commit": COMMIT,
+            "branch": "main",
+            "dirty": True,
+            "patch": {"digest": "blake3:" + "a" * 64, "size": 12, "text": "diff --git a/x\n"},
+        }
+    },
+    "config": {"resolved_args": {"lr": 0.1, "output_dir": "/out/run1"}},
+    "environment": {"python_version": "3.11.7", "packages": {"torch": "2.3.0"}},
+    "hardware": {
+        "gpu_model": "NVIDIA H100 80GB HBM3",
+        "driver_version": "550.54.15",
+        "gpus": [{"name": "NVIDIA H100 80GB HBM3", "vbios_version": "96.00.89.00.01"}],
+    },
+    "collection": {"collectors": {"git": {"status": "ok", "duration_ms": 3.0}}},
+}
+
+
+def make(**changes: Any) -> Manifest:
+    """BASE with ``changes`` applied at dotted paths (``None`` deletes the key)."""
+    doc = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        node: dict[str, Any] = doc
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is None:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    manifest = Manifest.model_validate(doc)
+    manifest.dna = compute_dna(manifest)
+    return manifest
+
+
+def changed(a: Manifest, b: Manifest) -> dict[str, str]:
+    return {c.path: c.severity for c in diff_manifests(a, b).changes}
+
+
+def test_identical_manifests_are_equal() -> None:
+    report = diff_manifests(make(), make())
+    assert report.equal
+    assert report.changes == ()
+    assert all(s.equal for s in report.sections.values())
+    assert list(report.sections) == list(DNA_SECTIONS)
+    assert report.stale() == (False, False)
+
+
+def test_document_identity_and_collection_are_not_changes() -> None:
+    other = make(
+        run_id="20260806_000000_1c8e2fb_zzzz",
+        generated_at="2026-08-06T00:00:00Z",
+        collection={"collectors": {"git": {"status": "partial"}}, "duration_ms": 9.0},
+    )
+    report = diff_manifests(make(), other)
+    assert report.equal
+    assert report.changes == ()
+
+
+def test_a_resolved_arg_changes_only_the_config_section() -> None:
+    report = diff_manifests(make(), make(config__resolved_args__lr=0.2))
+    assert not report.equal
+    assert [n for n, s in report.sections.items() if not s.equal] == ["config"]
+    [change] = report.changes
+    assert (change.path, change.severity, change.old, change.new, change.section) == (
+        "config.resolved_args.lr",
+        "INFO",
+        0.1,
+        0.2,
+        "config",
+    )
+
+
+def test_a_per_run_arg_is_a_change_but_not_a_dna_difference() -> None:
+    report = diff_manifests(make(), make(config__resolved_args__output_dir="/out/run2"))
+    assert report.equal
+    assert [c.path for c in report.changes] == ["config.resolved_args.output_dir"]
+
+
+def test_commit_is_critical_and_changes_the_code_section() -> None:
+    report = diff_manifests(make(), make(code__relax__commit="9" * 40))
+    assert not report.sections["code"].equal
+    assert changed(make(), make(code__relax__commit="9" * 40)) == {"code.relax.commit": "CRITICAL"}
+
+
+def test_patch_compared_by_digest_not_text() -> None:
+    assert changed(make(), make(code__relax__patch__text="other text\n")) == {}
+    new_digest = "blake3:" + "b" * 64
+    assert changed(make(), make(code__relax__patch__digest=new_digest)) == {
+        "code.relax.patch.digest": "CRITICAL"
+    }
+
+
+def test_list_elements_compare_by_index() -> None:
+    gpus = [
+        {"name": "NVIDIA H100 80GB HBM3", "vbios_version": "96.00.74.00.0B"},
+        {"name": "NVIDIA H100 80GB HBM3", "vbios_version": "96.00.89.00.01"},
+    ]
+    assert changed(make(), make(hardware__gpus=gpus)) == {
+        "hardware.gpus.0.vbios_version": "CRITICAL",
+        "hardware.gpus.1.name": "CRITICAL",
+        "hardware.gpus.1.vbios_version": "CRITICAL",
+    }
+    report = diff_manifests(make(), make(hardware__gpus=gpus))
+    added = next(c for c in report.changes if c.path == "hardware.gpus.1.name")
+    assert (added.old, added.new) == (None, "NVIDIA H100 80GB HBM3")
+
+
+@pytest.mark.parametrize(
+    ("path", "severity"),
+    [
+        ("code.relax.commit", "CRITICAL"),
+        ("code.relax.patch.digest", "CRITICAL"),
+        ("code.relax.submodules.0.commit", "CRITICAL"),
+        ("hardware.gpu_model", "CRITICAL"),
+        ("hardware.driver_version", "CRITICAL"),
+        ("hardware.gpus.3.vbios_version", "CRITICAL"),
+        ("environment.python_version", "WARN"),
+        ("environment.packages.torch", "WARN"),
+        ("environment.kernel", "WARN"),
+        ("hardware.cuda_version", "WARN"),
+        ("hardware.nccl_version", "WARN"),
+        ("hardware.cudnn_version", "WARN"),
+        ("training.global_batch_size", "INFO"),
+        ("config.resolved_args.lr", "INFO"),
+        ("command.argv.3", "INFO"),
+        ("code.relax.branch", "INFO"),
+        ("schema_version", "INFO"),
+    ],
+)
+def test_severity(path: str, severity: str) -> None:
+    assert severity_of(path) == severity
+
+
+def test_changes_most_severe_first() -> None:
+    b = make(
+        config__resolved_args__lr=0.2,
+        environment__python_version="3.12.1",
+        hardware__driver_version="560.28.03",
+    )
+    assert [c.severity for c in diff_manifests(make(), b).changes] == ["CRITICAL", "WARN", "INFO"]
+
+
+def test_types_are_part_of_the_value() -> None:
+    assert changed(make(), make(config__resolved_args__lr="0.1")) == {
+        "config.resolved_args.lr": "INFO"
+    }
+
+
+def test_null_and_absent_are_the_same_fact() -> None:
+    assert changed(make(), make(hardware__cpu_model=None)) == {}
+    assert list(flatten({"a": None, "b": [], "c": {}, "d": [1, {"e": None}]})) == [("d.0", 1)]
+
+
+def test_stale_stored_dna_is_detected_and_ignored() -> None:
+    a, b = make(), make()
+    a.dna = compute_dna(make(config__resolved_args__lr=0.5))
+    report = diff_manifests(a, b)
+    assert report.equal  # the recomputed DNAs decide
+    assert report.stale() == (True, False)
+    assert report.stored_dna[0] == a.dna.value
+
+
+def test_json_shape() -> None:
+    doc = diff_manifests(make(), make(hardware__gpu_model="NVIDIA A100-SXM4-80GB")).to_dict()
+    assert set(doc) == {"equal", "dna", "sections", "changes"}
+    assert doc["equal"] is False
+    assert len(doc["dna"]) == 2 and all(len(d) == 64 for d in doc["dna"])
+    assert doc["sections"]["hardware"]["equal"] is False
+    assert set(doc["sections"]["code"]) == {"equal", "a", "b"}
+    assert doc["changes"] == [
+        {
+            "path": "hardware.gpu_model",
+            "severity": "CRITICAL",
+            "old": "NVIDIA H100 80GB HBM3",
+            "new": "NVIDIA A100-SXM4-80GB",
+            "section": "hardware",
+        }
+    ]
+
+
+def test_text_rendering() -> None:
+    b = make(config__resolved_args__lr=0.2, command__argv=["python", "x" * 200])
+    lines = render(diff_manifests(make(), b))
+    assert lines[0].startswith("code        =  ")
+    assert lines[1].startswith("config      != ") and " -> " in lines[1]
+    assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in lines
+    long_line = next(line for line in lines if line.startswith("INFO command.argv.1:"))
+    assert len(long_line) < 120 and long_line.endswith("…")
+    assert lines[-1].startswith("dna: ") and lines[-1].endswith("(differ)")
+
+
+def test_shown_values() -> None:
+    assert shown("blake3:" + "ab" * 32) == "blake3:abababababab…"
+    assert shown(None) == "(none)"
+    assert shown(True) == "true"
+    assert shown("two\nlines") == "two\\nlines"
+    assert shown(COMMIT) == COMMIT  # commits stay whole: people paste them into git
