@@ -432,8 +432,8 @@ def test_wandb_key_by_name_but_commit_kept() -> None:
 
 
 def test_short_password_is_hidden_whatever_its_shape() -> None:
-    assert redact_named("DB_PASSWORD", "hunter22") == "hunt***"
-    assert redact_named("DB_PASSWORD", "1234") == "1234***"
+    assert redact_named("DB_PASSWORD", "hunter22") == "***"  # short: no prefix shown
+    assert redact_named("DB_PASSWORD", "1234") == "***"
 
 
 def test_known_shape_under_secret_name_keeps_its_prefix() -> None:
@@ -529,7 +529,7 @@ def test_patch_with_secret_exports() -> None:
 def test_argv_secret_flags() -> None:
     argv = ["train.py", "--api-key", "X123456789", "--db-password=hunter22"]
     before = list(argv)
-    assert redact_argv(argv) == ["train.py", "--api-key", "X123***", "--db-password=hunt***"]
+    assert redact_argv(argv) == ["train.py", "--api-key", "***", "--db-password=***"]
     assert argv == before
 
 
@@ -552,7 +552,7 @@ def test_argv_more_flags() -> None:
     assert redact_argv(argv) == [
         "torchrun",
         "--hf_token",
-        "abcd***",
+        "***",
         "--wandb-key",
         HEX40[:4] + REDACTED_MARK,
         "--use-auth-token",
@@ -560,7 +560,7 @@ def test_argv_more_flags() -> None:
         "vit_base",
         "--lr",
         "3e-4",
-        "db.password=hunt***",
+        "db.password=***",
         "--output-dir",
         "<HOME>/runs",
     ]
@@ -621,10 +621,10 @@ def test_tree_paths_and_values(monkeypatch: pytest.MonkeyPatch) -> None:
         "runtime.nodes.0.addresses.0",
         "runtime.nodes.1.addresses.0.0",
     ]
-    assert out["command"]["argv"] == ["python", "train.py", "--api-key", "X123***", "--lr", "3e-4"]
+    assert out["command"]["argv"] == ["python", "train.py", "--api-key", "***", "--lr", "3e-4"]
     assert out["command"]["cwd"] == "<HOME>/proj"
     assert out["code"]["main"]["remote"] == "https://***@gitlab.example.com/x.git"
-    assert out["code"]["main"]["patch"]["text"] == "+HF_TOKEN=abc***\n"
+    assert out["code"]["main"]["patch"]["text"] == "+HF_TOKEN=***\n"
     assert out["code"]["main"]["submodules"] == original["code"]["main"]["submodules"]
     assert out["config"]["selected_env"] == {
         "WANDB_API_KEY": HEX40[:4] + "***",
@@ -666,7 +666,7 @@ def test_tree_keys_are_not_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_tree_with_path_prefix() -> None:
     out, paths = redact_tree({"HF_TOKEN": "abcdefgh", "x": ["10.0.0.1"]}, "config.selected_env")
-    assert out == {"HF_TOKEN": "abcd***", "x": ["<internal-address>"]}
+    assert out == {"HF_TOKEN": "***", "x": ["<internal-address>"]}
     assert paths == ["config.selected_env.HF_TOKEN", "config.selected_env.x.0"]
 
 

@@ -374,15 +374,21 @@ _MASKED = re.compile(
 
 
 def _mask(value: str) -> str:
-    """A secret value as its token prefix (``hf_***``) or its first 4 characters + mark."""
+    """A secret value as its token prefix (``hf_***``) or its first 4 characters + mark.
+
+    A value shorter than :data:`_MIN_PREFIXED` shows no characters at all: four characters
+    of an eight-character password are half of it.
+    """
     if _MASKED.fullmatch(value):
         return value
     for rule in (_PEM, *_TOKEN_RULES):
         m = rule.pattern.fullmatch(value)
         if m:
             return rule.replace(m)
-    return value[:4] + REDACTED_MARK
+    return (value[:4] if len(value) >= _MIN_PREFIXED else "") + REDACTED_MARK
 
+
+_MIN_PREFIXED = 16
 
 # Every secret name contains one of these; a name without one is skipped at once.
 _NAME_HINTS = ("key", "token", "secret", "pass", "credential", "pwd")
