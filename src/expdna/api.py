@@ -35,13 +35,19 @@ def collect(
     collectors: Iterable[str] | None = None,
     registry: Registry | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    overall_deadline_s: float | None = None,
     dna_ignore: Sequence[str] = (),
     redact: bool = True,
+    resolved_args: Mapping[str, Any] | None = None,
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
     Never raises because a source is missing or slow: that becomes a warning in
-    ``manifest.collection``.
+    ``manifest.collection``. Each collector gets ``deadline_s``, the whole collection at
+    most ``overall_deadline_s``; plugins that failed to load are listed in
+    ``collection.plugin_warnings``.
+    ``resolved_args``, when given, is recorded as ``config.resolved_args`` instead of the
+    arguments parsed from ``argv``.
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -49,27 +55,33 @@ def collect(
         repos=tuple(Path(r) for r in repos),
         data=tuple(Path(d) for d in data),
         caller_file=Path(caller_file) if caller_file is not None else None,
+        resolved_args=dict(resolved_args) if resolved_args is not None else None,
         environ=dict(os.environ if environ is None else environ),
-        timeout_s=deadline_s,
+        timeout_s=deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s),
     )
     registry = registry or default_registry()
     started = time.perf_counter()
-    outcomes = run_collectors(ctx, registry.select(collectors), deadline_s=deadline_s)
+    outcomes = run_collectors(
+        ctx, registry.select(collectors), deadline_s=deadline_s,
+        overall_deadline_s=overall_deadline_s,
+    )
     sections: dict[str, dict[str, Any]] = {}
     for name, outcome in outcomes.items():
         section = registry.collectors[name].section
         sections.setdefault(section, {}).update(outcome.section)
-    collection = {
+    collection: dict[str, Any] = {
         "collectors": {name: outcome.record() for name, outcome in outcomes.items()},
         "duration_ms": round((time.perf_counter() - started) * 1000, 2),
     }
+    if registry.warnings:
+        collection["plugin_warnings"] = list(registry.warnings)
     return build_manifest(
         sections, collection=collection, dna_ignore=list(dna_ignore), redact=redact
     )
 
 
 def default_output(manifest: Manifest, directory: Path | None = None) -> Path:
-    return (directory or Path.cwd()) / f"manifest_{manifest.run_id}.json"
+    return (directory or Path()) / f"manifest_{manifest.run_id}.json"
 
 
 def generate(

@@ -38,3 +38,18 @@ def test_environment_whitelist() -> None:
         "CUDA_HOME": "/usr/local/cuda", "HF_TOKEN": "hf_x", "NCCL_DEBUG": "INFO",
         "OMP_NUM_THREADS": "8", "PYTHONHASHSEED": "0", "SLURM_JOB_ID": "1",
     }
+
+
+def test_interpreter_options_are_not_training_arguments() -> None:
+    assert parse_args(["python", "-u", "train.py", "--lr", "1"]) == {"lr": 1}
+    assert parse_args(["/usr/bin/python3.11", "-X", "dev", "-W", "ignore", "train.py",
+                       "--fp16"]) == {"fp16": True}
+    assert parse_args(["python", "-m", "torch.distributed.run", "--nproc_per_node", "8",
+                       "train.py", "--lr", "0.1"]) == {"nproc_per_node": 8, "lr": 0.1}
+    assert parse_args(["torchrun", "--nproc_per_node", "8", "train.py", "--lr", "0.1"]) == {
+        "nproc_per_node": 8, "lr": 0.1}
+
+
+def test_numbers_after_a_value_form_a_list() -> None:
+    assert parse_args(["--betas", "0.9", "0.999", "--gpus", "0", "1", "2", "--name", "a",
+                       "1"]) == {"betas": [0.9, 0.999], "gpus": [0, 1, 2], "name": "a"}

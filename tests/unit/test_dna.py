@@ -129,3 +129,47 @@ def test_repository_checkout_names_do_not_matter() -> None:
     a = doc(code={"proj": {"commit": COMMIT}})
     b = doc(code={"proj-copy": {"commit": COMMIT}})
     assert dna(a).value == dna(b).value
+
+
+def test_broad_output_roots_do_not_swallow_path_arguments() -> None:
+    for root in (".", "./", "/"):
+        a = copy.deepcopy(doc())
+        a["config"]["resolved_args"]["output_dir"] = root
+        a["config"]["resolved_args"]["train_file"] = "./data/train.json"
+        a["config"]["resolved_args"]["data_path"] = "/data/a"
+        b = copy.deepcopy(a)
+        b["config"]["resolved_args"]["train_file"] = "./data/other.json"
+        b["config"]["resolved_args"]["data_path"] = "/data/b"
+        assert changed_sections(a, b) == {"config"}, root
+
+
+def test_masked_secrets_stay_out_but_other_redactions_count() -> None:
+    a = copy.deepcopy(doc())
+    b = copy.deepcopy(doc())
+    b["config"]["selected_env"]["HF_TOKEN"] = "hf_***"
+    b["config"]["resolved_args"]["api_key"] = "***"
+    assert dna(a).value == dna(b).value
+    b["config"]["resolved_args"]["data_dir"] = "<HOME>/data"
+    assert changed_sections(a, b) == {"config"}
+
+
+def test_probe_sources_and_container_stay_out() -> None:
+    a = doc(hardware={"gpu_source": "nvml", "cuda_version_source": "torch", "gpu_count": 0},
+            environment={"python_version": "3.11.7", "container": "docker"})
+    b = doc(hardware={"gpu_source": "nvidia-smi-xml", "cuda_version_source": "driver",
+                      "gpu_count": 0},
+            environment={"python_version": "3.11.7", "container": None})
+    assert dna(a).value == dna(b).value
+
+
+def test_the_written_file_recomputes_to_the_same_dna_with_odd_numbers(tmp_path: Any) -> None:
+    from expdna.manifest.io import load_manifest, write_manifest
+
+    d = copy.deepcopy(doc())
+    d["config"]["resolved_args"]["output_dir"] = 2**60  # written as a string
+    d["config"]["resolved_args"]["log_path"] = str(2**60) + "/tb"
+    d["config"]["resolved_args"]["max_norm"] = float("inf")
+    manifest = manifest_from_dict(d)
+    manifest.dna = compute_dna(manifest)
+    back = load_manifest(write_manifest(manifest, tmp_path / "m.json"))
+    assert compute_dna(back).value == manifest.dna.value

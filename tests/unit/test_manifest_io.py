@@ -97,7 +97,7 @@ def test_fifty_megabytes_is_refused_before_parsing(tmp_path: Path) -> None:
         fh.write(b'{"schema_version": "1.0", "pad": "')
         fh.write(b"x" * (50 * 1024 * 1024))
         fh.write(b'"}')
-    with pytest.raises(ManifestError, match=r"52\.4 MB is larger than the 4 MiB limit"):
+    with pytest.raises(ManifestError, match=r"50\.0 MiB is larger than the 4 MiB limit"):
         load_manifest(path)
 
 
@@ -163,9 +163,14 @@ def test_never_a_file_over_the_cap(tmp_path: Path) -> None:
 def test_atomic_write_replaces_and_leaves_no_temp_files(tmp_path: Path) -> None:
     target = tmp_path / "m.json"
     target.write_text("old")
-    write_manifest(manifest_from_dict(dict(BASE)), target)
+    old_umask = os.umask(0o022)
+    try:
+        write_manifest(manifest_from_dict(dict(BASE)), target)
+    finally:
+        os.umask(old_umask)
     assert json.loads(target.read_text())["run_id"] == "r1"
     assert sorted(os.listdir(tmp_path)) == ["m.json"]
+    assert target.stat().st_mode & 0o777 == 0o644  # readable by the team, as files are
 
 
 def test_non_finite_and_big_numbers_are_written_as_standard_json(tmp_path: Path) -> None:

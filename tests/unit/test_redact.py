@@ -689,3 +689,13 @@ def test_tree_redaction_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_masked_values_stay_as_they_are(masked: str) -> None:
     assert redact_named("HF_TOKEN", masked) == masked
     assert redact_text(f"export WANDB_API_KEY={masked}") == f"export WANDB_API_KEY={masked}"
+
+
+def test_numeric_secrets_under_secret_names_are_hidden() -> None:
+    tree = {"config": {"resolved_args": {"db_password": 12345678, "lr": 0.1, "seed": 7,
+                                         "smtp_pass": 4.5, "use_token": True}}}
+    out, paths = redact_tree(tree)
+    args = out["config"]["resolved_args"]
+    assert args["db_password"] == "***" and args["smtp_pass"] == "***"
+    assert args["lr"] == 0.1 and args["seed"] == 7 and args["use_token"] is True
+    assert paths == ["config.resolved_args.db_password", "config.resolved_args.smtp_pass"]

@@ -60,6 +60,3 @@ def generate_command(
         return
     click.echo(f"wrote {path}")
     click.echo(f"dna {short(manifest.dna.value)}  run {manifest.run_id}")
-    for name, status in manifest.collection.collectors.items():
-        if status.status not in ("ok", "skipped"):
-            click.echo(f"warning: {name} {status.status}: {'; '.join(status.warnings)}", err=True)

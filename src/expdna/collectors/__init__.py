@@ -15,7 +15,9 @@ from expdna.collectors.runner import (
     Registry,
     run_collectors,
 )
+from expdna.collectors.runtime import collect_runtime
 from expdna.collectors.system import collect_system
+from expdna.collectors.training import collect_training
 
 __all__ = [
     "DEFAULT_DEADLINE_S",
@@ -37,6 +39,8 @@ def default_registry(*, plugins: bool = True) -> Registry:
     registry.add(Collector("git", "code", collect_git))
     registry.add(Collector("config", "config", collect_config))
     registry.add(Collector("environment", "environment", collect_environment))
+    registry.add(Collector("training", "training", collect_training))
+    registry.add(Collector("runtime", "runtime", collect_runtime))
     registry.add(Collector("system", "hardware", collect_system))
     registry.add(Collector("data", "data", collect_data))
     if plugins:

@@ -34,11 +34,41 @@ def _is_option(word: str) -> bool:
     return word != "--" and _OPTION.match(word) is not None
 
 
+_PYTHON = re.compile(r"^(python|pypy)[\d.]*(\.exe)?$")
+# Interpreter options that take the next word as their value.
+_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
+
+
+def script_argv(argv: Sequence[str]) -> list[str]:
+    """The words after the script when ``argv`` starts with a Python interpreter.
+
+    ``python -u train.py --lr 1`` -> ``["--lr", "1"]``; ``python -m pkg.train --lr 1`` ->
+    ``["--lr", "1"]``: interpreter options (-u, -O, -X dev...) are not training arguments.
+    """
+    words = list(argv)
+    if not words or not _PYTHON.match(words[0].replace("\\", "/").rsplit("/", 1)[-1]):
+        return words
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-m", "-c"):
+            return words[i + 2:]
+        if word in _PYTHON_OPTIONS_WITH_VALUE:
+            i += 2
+        elif word.startswith("-") and word != "-":
+            i += 1
+        else:
+            return words[i + 1:]
+    return []
+
+
 def parse_args(argv: Sequence[str]) -> dict[str, Any]:
     """``--key value``, ``--key=value`` and ``-k value`` pairs; a bare ``--flag`` is True.
 
-    Keys read ``-`` as ``_`` (as argparse's ``dest`` does); numbers are typed; a key given
-    more than once keeps every value in a list. Positional words are not arguments.
+    Keys read ``-`` as ``_`` (as argparse's ``dest`` does); numbers are typed; numbers that
+    follow the first value join it as a list (``--betas 0.9 0.999``); a key given more than
+    once keeps every value in a list. Positional words are not arguments, and neither are
+    a leading interpreter's own options (see :func:`script_argv`).
     """
     args: dict[str, Any] = {}
 
@@ -50,7 +80,7 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
         else:
             args[key] = value
 
-    words = list(argv)
+    words = script_argv(argv)
     i = 0
     while i < len(words):
         word = words[i]
@@ -61,8 +91,16 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
             key, value = word.split("=", 1)
             put(key, typed(value))
         elif i < len(words) and not _is_option(words[i]) and words[i] != "--":
-            put(word, typed(words[i]))
+            values = [typed(words[i])]
             i += 1
+            while (
+                i < len(words)
+                and not isinstance(values[0], str)
+                and not isinstance(typed(words[i]), str)
+            ):
+                values.append(typed(words[i]))
+                i += 1
+            put(word, values[0] if len(values) == 1 else values)
         else:
             put(word, True)
     return args
@@ -78,4 +116,7 @@ def select_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def collect_config(ctx: CollectContext) -> dict[str, Any]:
-    return {"resolved_args": parse_args(ctx.argv), "selected_env": select_env(ctx.environ)}
+    resolved = (
+        dict(ctx.resolved_args) if ctx.resolved_args is not None else parse_args(ctx.argv)
+    )
+    return {"resolved_args": resolved, "selected_env": select_env(ctx.environ)}

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class CollectContext:
     caller_file: Path | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     timeout_s: float = 4.0
+    #: Arguments the caller already parsed (argparse defaults included); beats parsing argv.
+    resolved_args: Mapping[str, Any] | None = None
 
 
 class NotAvailable(Exception):

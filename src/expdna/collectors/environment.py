@@ -1,62 +1,111 @@
-"""The Python environment: interpreter, key packages (read from metadata, never imported), OS."""
+"""The Python environment: interpreter, installed distributions, OS, kernel, glibc, container.
+
+Package versions come from distribution metadata (never by importing anything). The full
+set of installed distributions enters the manifest as ``packages_digest``, the BLAKE3 of
+its sorted ``name==version`` listing (:func:`distributions_listing`, kept by the store as a
+blob); only the key packages are listed by name, so the manifest stays small.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
+import shlex
 import sys
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from expdna.collectors.container import container_kind
 from expdna.collectors.context import CollectContext
+from expdna.collectors.distributions import (
+    distributions_listing,
+    installed,
+    listing,
+    normalize,
+)
+from expdna.digest import ref_of
 
-#: Packages whose versions the manifest lists by name.
+__all__ = [
+    "KEY_PACKAGES",
+    "KEY_PREFIXES",
+    "collect_environment",
+    "distributions_listing",
+    "glibc_version",
+    "key_packages",
+    "os_release",
+]
+
+#: Distributions whose versions the manifest lists by name (PEP 503 names).
 KEY_PACKAGES: tuple[str, ...] = (
     "torch", "ray", "numpy", "transformers", "megatron-core", "deepspeed", "accelerate",
     "vllm", "sglang", "flash-attn", "triton", "jax", "jaxlib", "torchvision", "pyarrow",
     "expdna",
 )
+#: Every distribution whose name starts with one of these is listed too (CUDA wheels).
+KEY_PREFIXES: tuple[str, ...] = ("nvidia-",)
+
+_OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")  # in os-release(5) order
 
 
-def key_packages(names: tuple[str, ...] = KEY_PACKAGES) -> dict[str, str]:
-    found = {}
-    for name in names:
+def key_packages(
+    dists: dict[str, str],
+    names: tuple[str, ...] = KEY_PACKAGES,
+    prefixes: tuple[str, ...] = KEY_PREFIXES,
+) -> dict[str, str]:
+    """The key entries of ``dists`` (name -> version), sorted by name."""
+    wanted = {normalize(name) for name in names}
+    return {
+        name: dists[name]
+        for name in sorted(dists)
+        if name in wanted or name.startswith(prefixes)
+    }
+
+
+def os_release(root: Path = Path("/")) -> dict[str, str]:
+    """The fields of os-release(5), unquoted; empty when neither file is readable."""
+    for candidate in _OS_RELEASE:
         try:
-            found[name] = version(name)
-        except PackageNotFoundError:
+            text = (root / candidate.lstrip("/")).read_text(encoding="utf-8", errors="replace")
+        except OSError:
             continue
-    return found
-
-
-def os_release(path: Path = Path("/etc/os-release")) -> str | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    fields = dict(
-        line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#")
-    )
-    name = fields.get("PRETTY_NAME") or fields.get("NAME")
-    return name.strip().strip('"') if name else None
+        fields = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if not sep or line.lstrip().startswith("#"):
+                continue
+            try:  # values use shell quoting and escapes
+                words = shlex.split(value)
+            except ValueError:
+                words = [value.strip().strip("\"'")]
+            fields[key.strip()] = " ".join(words)
+        return fields
+    return {}
 
 
 def glibc_version() -> str | None:
     try:
-        found = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"
+        found = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; musl has no such name
     except (AttributeError, ValueError, OSError):
         return None
     return found.split()[-1] if found else None
 
 
-def collect_environment(ctx: CollectContext) -> dict[str, Any]:
+def collect_environment(ctx: CollectContext, *, root: Path = Path("/")) -> dict[str, Any]:
+    """The environment section. ``root`` stands for ``/`` (os-release, container markers)."""
+    dists = installed()
+    release = os_release(root)
     return {
         "python_version": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "python_build": " ".join(platform.python_build()),
         "python_executable": sys.executable,
-        "packages": key_packages(),
-        "os": os_release() or platform.system(),
+        "packages": key_packages(dists),
+        "packages_digest": ref_of(listing(dists)),
+        "package_count": len(dists),
+        "os": release.get("PRETTY_NAME") or release.get("NAME") or platform.system(),
+        "os_id": release.get("ID"),
+        "os_version_id": release.get("VERSION_ID"),
         "kernel": platform.release(),
         "glibc": glibc_version(),
+        "container": container_kind(ctx.environ, root),
     }

@@ -1,15 +1,19 @@
 """Run one external command the way every collector should: argv list, timeout, no shell.
 
 The child gets its own process group, so a timeout kills whatever it started too (a
-shell-script wrapper, a pager, a helper) and nothing lingers holding our pipes.
+shell-script wrapper, a pager, a helper) and nothing lingers holding our pipes. Children
+still running when the interpreter exits (started by a collector the runner abandoned) are
+killed at exit, so none outlives the process that started it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,12 +67,29 @@ def run(
         stderr=subprocess.PIPE,
         start_new_session=True,
     ) as proc:
+        with _running_lock:
+            _running.add(proc)
         try:
             stdout, stderr = proc.communicate(input, timeout=max(timeout_s, 0.0))
         except BaseException:
             _kill_group(proc)
             raise
+        finally:
+            with _running_lock:
+                _running.discard(proc)
     return Completed(proc.returncode, stdout, stderr)
+
+
+_running: set[subprocess.Popen[bytes]] = set()
+_running_lock = threading.Lock()
+
+
+@atexit.register
+def _kill_running() -> None:
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        _kill_group(proc)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -3,12 +3,21 @@
 Each collector runs in its own daemon thread. One that misses its deadline is abandoned
 (recorded as ``timeout``), not awaited: a daemon thread cannot keep the interpreter alive,
 and the subprocesses collectors start carry their own timeouts.
+
+Deadlines: every collector gets ``deadline_s`` (or its own ``Collector.deadline_s``), and
+the whole collection at most ``overall_deadline_s``; all start together, so each deadline
+counts from the start of the collection, and a collector's ``ctx.timeout_s`` is its own
+deadline (the budget for its subprocesses). A collector whose answer arrives after its
+deadline, or that gives up because a subprocess or wait of its own timed out
+(``subprocess.TimeoutExpired``, ``TimeoutError``), is recorded as ``timeout``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,6 +41,8 @@ class Collector:
     name: str
     section: str
     fn: CollectorFn
+    #: Overrides the run's per-collector deadline (e.g. hashing data may need longer).
+    deadline_s: float | None = None
 
 
 @dataclass
@@ -39,6 +50,8 @@ class Registry:
     """Collectors by name. An object, so tests and callers can build their own."""
 
     collectors: dict[str, Collector] = field(default_factory=dict)
+    #: Problems met while loading plugins; ``expdna.api.collect`` records them.
+    warnings: list[str] = field(default_factory=list)
 
     def register(self, name: str, section: str) -> Callable[[CollectorFn], CollectorFn]:
         def decorator(fn: CollectorFn) -> CollectorFn:
@@ -55,7 +68,9 @@ class Registry:
     def load_entry_points(self) -> list[str]:
         """Add third-party collectors from the ``expdna.collectors`` entry-point group.
 
-        Each entry point names a :class:`Collector`. Returns one warning per broken one.
+        Each entry point names a :class:`Collector`. A broken one (fails to import, is not
+        a Collector, reuses a registered name) is skipped with a warning, kept in
+        :attr:`warnings` and returned.
         """
         warnings = []
         for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -65,7 +80,9 @@ class Registry:
                     raise TypeError(f"{ep.value} is not an expdna Collector")
                 self.add(collector)
             except Exception as exc:  # a broken plugin must not stop collection
-                warnings.append(f"plugin {ep.name}: {exc}")
+                log.warning("plugin %s (%s) skipped: %s", ep.name, ep.value, exc)
+                warnings.append(f"plugin {ep.name} ({ep.value}): {type(exc).__name__}: {exc}")
+        self.warnings.extend(warnings)
         return warnings
 
     def select(self, names: Iterable[str] | None) -> list[Collector]:
@@ -103,6 +120,8 @@ def _call(collector: Collector, ctx: CollectContext) -> Outcome:
         section, status, warnings = {}, "skipped", [str(exc)] if str(exc) else []
     except Partial as exc:
         section, status, warnings = dict(exc.section), "partial", [exc.reason]
+    except (subprocess.TimeoutExpired, TimeoutError) as exc:
+        section, status, warnings = {}, "timeout", [f"{type(exc).__name__}: {exc}"]
     except Exception as exc:  # collectors never break a run: a failure becomes a warning
         log.debug("collector %s failed", collector.name, exc_info=True)
         section, status, warnings = {}, "failed", [f"{type(exc).__name__}: {exc}"]
@@ -116,38 +135,65 @@ def run_collectors(
     deadline_s: float = DEFAULT_DEADLINE_S,
     overall_deadline_s: float | None = None,
 ) -> dict[str, Outcome]:
-    """Run ``collectors`` concurrently; every name gets an outcome, hung ones ``timeout``."""
+    """Run ``collectors`` concurrently; every name gets an outcome, hung ones ``timeout``.
+
+    Returns once every collector answered or the last deadline passed, whichever is first.
+    """
     chosen = list(collectors)
-    results: queue.Queue[tuple[str, Outcome]] = queue.Queue()
+    results: queue.Queue[tuple[str, Outcome, float]] = queue.Queue()
     started = time.perf_counter()
+    limits = {c.name: _limit(c, deadline_s, overall_deadline_s) for c in chosen}
+
+    def work(collector: Collector) -> None:
+        # Its budget for subprocesses and waits is its own deadline.
+        limit = limits[collector.name]
+        own = ctx if ctx.timeout_s == limit else dataclasses.replace(ctx, timeout_s=limit)
+        outcome = _call(collector, own)
+        results.put((collector.name, outcome, time.perf_counter()))  # when it finished
+
     for collector in chosen:
         thread = threading.Thread(
-            target=lambda c=collector: results.put((c.name, _call(c, ctx))),
+            target=work,
+            args=(collector,),
             name=f"expdna-collect-{collector.name}",
             daemon=True,
         )
         thread.start()
 
-    overall = deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s)
     outcomes: dict[str, Outcome] = {}
     while len(outcomes) < len(chosen):
-        left = overall - (time.perf_counter() - started)
+        pending = [limits[c.name] for c in chosen if c.name not in outcomes]
+        left = max(pending) - (time.perf_counter() - started)
         if left <= 0:
             break
         try:
-            name, outcome = results.get(timeout=left)
+            name, outcome, finished = results.get(timeout=left)
         except queue.Empty:
             break
+        if finished - started > limits[name] and outcome.status != "timeout":
+            # It answered, but after its deadline: the caller was owed the answer sooner.
+            outcome = Outcome("timeout", {}, outcome.duration_ms,
+                              [*outcome.warnings, _missed(limits[name])])
         outcomes[name] = outcome
     elapsed = (time.perf_counter() - started) * 1000
     for collector in chosen:
         if collector.name not in outcomes:
-            log.warning("collector %s missed its %.1f s deadline", collector.name, overall)
+            limit = limits[collector.name]
+            log.warning("collector %s missed its %.1f s deadline", collector.name, limit)
             outcomes[collector.name] = Outcome(
-                "timeout", {}, elapsed, [f"no answer within {overall:g} s; abandoned"]
+                "timeout", {}, min(elapsed, limit * 1000), [_missed(limit)]
             )
     for name, outcome in outcomes.items():
         for warning in outcome.warnings:
             if outcome.status != "skipped":
                 log.warning("collector %s: %s", name, warning)
     return {c.name: outcomes[c.name] for c in chosen}
+
+
+def _limit(collector: Collector, deadline_s: float, overall_deadline_s: float | None) -> float:
+    own = deadline_s if collector.deadline_s is None else collector.deadline_s
+    return own if overall_deadline_s is None else min(own, overall_deadline_s)
+
+
+def _missed(limit: float) -> str:
+    return f"no answer within {limit:g} s; abandoned"

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from expdna.digest import hex_of
-from expdna.manifest.canonical import canonical_bytes, drop_none
+from expdna.manifest.canonical import canonical_bytes, drop_none, normalise
 from expdna.manifest.model import DNA_SECTIONS, Dna, Manifest
+from expdna.manifest.redact import REDACTED_MARK
 
 
 def _glob(patterns: Iterable[str]) -> re.Pattern[str]:
@@ -54,11 +55,11 @@ PER_ALLOCATION_ENV: tuple[str, ...] = (
 VOLATILE_HARDWARE: tuple[str, ...] = (
     "uuid", "serial", "*bus_id", "pci", "minor_number", "index", "hostname", "source",
     "temperature*", "*_temperature", "fan*", "power_draw*", "utilization*", "memory_used*",
-    "memory_free*", "clocks*", "*_current", "current_*",
+    "memory_free*", "clocks*", "*_current", "current_*", "*_source",
 )
 
 # Environment fields that name one machine's layout, not the software.
-_PER_MACHINE_ENVIRONMENT = ("hostname", "python_executable")
+_PER_MACHINE_ENVIRONMENT = ("hostname", "python_executable", "container")
 
 # Ray resources that vary with each allocation (memory is measured at start).
 _VOLATILE_RESOURCES = ("node:*", "memory", "object_store_memory")
@@ -129,12 +130,32 @@ def _project_code(section: Mapping[str, Any]) -> Any:
     return _sorted_by_bytes([_repo_identity(repo) for repo in section.values()])
 
 
+# Roots so broad that "under the output root" would swallow every path argument.
+_TOO_BROAD_ROOTS = frozenset({"", ".", "./", "/", "~", "~/", ".."})
+
+
+def _as_text(value: Any) -> str | None:
+    """The string a value is written as in the file (big ints and inf become strings)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        written = normalise(value)
+        return written if isinstance(written, str) else None
+    return None
+
+
 def _output_roots(args: Mapping[str, Any]) -> list[str]:
     roots = []
     for key, value in args.items():
-        if isinstance(value, str) and value and _per_run_name(key):
-            roots.append(value.rstrip("/") + "/")
+        text = _as_text(value)
+        if text is not None and text not in _TOO_BROAD_ROOTS and _per_run_name(key):
+            roots.append(text.rstrip("/") + "/")
     return roots
+
+
+def _masked(value: Any) -> bool:
+    """A secret redaction left ``***``: its value was never the experiment's identity."""
+    return isinstance(value, str) and value.endswith(REDACTED_MARK)
 
 
 def _arg_name(key: str) -> str:
@@ -166,20 +187,20 @@ def _project_config(section: Mapping[str, Any]) -> Any:
     roots = _output_roots(args)
 
     def per_run(key: str, value: Any) -> bool:
-        if _per_run_name(key):
+        if _per_run_name(key) or _masked(value):
             return True
+        text = _as_text(value) if roots else None
         return (
-            bool(roots)
-            and isinstance(value, str)
+            text is not None
             and _path_name(key)
-            and any((value.rstrip("/") + "/").startswith(root) for root in roots)
+            and any((text.rstrip("/") + "/").startswith(root) for root in roots)
         )
 
     return {
         "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
         "selected_env": {
             k: v for k, v in (section.get("selected_env") or {}).items()
-            if not _per_allocation_name(k)
+            if not _per_allocation_name(k) and not _masked(v)
         },
         "config_files": sorted((section.get("config_files") or {}).values()),
     }

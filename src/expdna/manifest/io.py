@@ -67,7 +67,7 @@ def parse_json(data: bytes, source: str) -> dict[str, Any]:
     if len(data) > MAX_READ_BYTES:
         raise ManifestError(
             source,
-            f"{len(data) / 1e6:.1f} MB is larger than the {MAX_READ_BYTES // 2**20} MiB "
+            f"{len(data) / 2**20:.1f} MiB is larger than the {MAX_READ_BYTES // 2**20} MiB "
             "limit for a manifest",
         )
     try:
@@ -122,7 +122,7 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
         size = os.stat(source).st_size
         raise ManifestError(
             source,
-            f"{size / 1e6:.1f} MB is larger than the {MAX_READ_BYTES // 2**20} MiB "
+            f"{size / 2**20:.1f} MiB is larger than the {MAX_READ_BYTES // 2**20} MiB "
             "limit for a manifest",
         )
     return manifest_from_dict(parse_json(data, source), source)
@@ -218,6 +218,8 @@ def write_atomic(path: Path, data: bytes) -> None:
     directory = path.parent
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
+        # mkstemp makes the file 0600; a manifest is meant to be shared like any file.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -233,6 +235,18 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def _umask() -> int:
+    """The process umask, read without changing it (``os.umask`` would, racily)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def write_manifest(manifest: Manifest, path: str | os.PathLike[str]) -> Path:

@@ -551,6 +551,14 @@ class _Walk:
             if new != obj:
                 self.changed.append(path)
             return new
+        if isinstance(obj, (int, float)) and not isinstance(obj, bool) and key:
+            # `--db-password 12345678` is parsed as a number: hide it by name all the same.
+            text = str(obj)
+            masked = _redact_named(key, text, self.home)
+            if masked != text:
+                self.changed.append(path)
+                return masked
+            return obj
         if isinstance(obj, dict):
             out: dict[Any, Any] = {}
             for k, v in obj.items():

@@ -20,8 +20,8 @@ def json_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
-        "title": "expdna experiment manifest, schema 1.x",
         **schema,
+        "title": "expdna experiment manifest, schema 1.x",
     }
 
 

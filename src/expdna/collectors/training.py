@@ -1,0 +1,167 @@
+"""The training setup, read from the resolved arguments through a table of common names.
+
+Each manifest field is filled from the first argument name in its row that the command
+line gives (names compared in lower case, ``-`` read as ``_``, as
+:func:`expdna.collectors.config.parse_args` writes them). An argument given several times
+counts with its last value, as argparse does.
+
+===============================  =============================================================
+manifest field                   argument names, in priority order
+===============================  =============================================================
+``algorithm``                    ``algorithm``, ``algo``
+``parallel_topology.tensor``     ``tensor_model_parallel_size``, ``tensor_parallel_size``,
+                                 ``tp_size``, ``tp``
+``parallel_topology.pipeline``   ``pipeline_model_parallel_size``, ``pipeline_parallel_size``,
+                                 ``pp_size``, ``pp``
+``parallel_topology.context``    ``context_parallel_size``, ``cp_size``, ``cp``
+``parallel_topology.expert``     ``expert_model_parallel_size``, ``expert_parallel_size``,
+                                 ``ep_size``, ``ep``
+``parallel_topology.data``       ``data_parallel_size``, ``dp_size``, ``dp``
+``global_batch_size``            ``global_batch_size``, ``train_batch_size`` (DeepSpeed),
+                                 ``batch_size``
+``micro_batch_size``             ``micro_batch_size``, ``train_micro_batch_size_per_gpu``
+                                 (DeepSpeed), ``per_device_train_batch_size`` (HF Trainer),
+                                 ``micro_batch_size_per_gpu``
+``gradient_accumulation_steps``  ``gradient_accumulation_steps``, ``accumulate_grad_batches``
+                                 (Lightning), ``grad_accum_steps``
+``seeds.seed``                   ``seed``, ``random_seed``
+``seeds.data_seed``              ``data_seed`` (HF Trainer)
+===============================  =============================================================
+
+Besides the table, every other argument named ``*_seed`` is recorded under ``seeds`` by its
+own name (``--shuffle-seed 3`` -> ``seeds.shuffle_seed``).
+
+A plain ``--batch-size`` is read as the global batch size: in a single-process script it is
+the batch per optimiser step. Parallel sizes, batch sizes and accumulation steps must be
+integers; a value that is not (``--tp auto``) is left out with a warning (status
+``partial``). Nothing is derived: a field is recorded only when an argument gives it.
+
+Extend the table with :func:`register_training_field`; a field is ``name`` or
+``group.name`` (e.g. ``parallel_topology.sequence`` or ``seeds.sampler``). Nothing found is
+an empty section with status ``ok``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from expdna.collectors.config import parse_args
+from expdna.collectors.context import CollectContext, Partial
+
+#: Manifest field -> accepted argument names, highest priority first. See the module doc.
+TRAINING_FIELDS: dict[str, tuple[str, ...]] = {
+    "algorithm": ("algorithm", "algo"),
+    "parallel_topology.tensor": (
+        "tensor_model_parallel_size", "tensor_parallel_size", "tp_size", "tp",
+    ),
+    "parallel_topology.pipeline": (
+        "pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size", "pp",
+    ),
+    "parallel_topology.context": ("context_parallel_size", "cp_size", "cp"),
+    "parallel_topology.expert": (
+        "expert_model_parallel_size", "expert_parallel_size", "ep_size", "ep",
+    ),
+    "parallel_topology.data": ("data_parallel_size", "dp_size", "dp"),
+    "global_batch_size": ("global_batch_size", "train_batch_size", "batch_size"),
+    "micro_batch_size": (
+        "micro_batch_size", "train_micro_batch_size_per_gpu", "per_device_train_batch_size",
+        "micro_batch_size_per_gpu",
+    ),
+    "gradient_accumulation_steps": (
+        "gradient_accumulation_steps", "accumulate_grad_batches", "grad_accum_steps",
+    ),
+    "seeds.seed": ("seed", "random_seed"),
+    "seeds.data_seed": ("data_seed",),
+}
+
+#: Fields (or groups, ending in ".") whose value must be an integer.
+INTEGER_FIELDS: tuple[str, ...] = (
+    "parallel_topology.", "global_batch_size", "micro_batch_size",
+    "gradient_accumulation_steps",
+)
+
+_SEED_SUFFIX = "_seed"
+
+
+def _arg_name(name: str) -> str:
+    return name.strip().lstrip("-").replace("-", "_").lower()
+
+
+def register_training_field(field: str, *names: str, first: bool = False) -> None:
+    """Accept ``names`` as arguments for ``field``, after the known ones (before: ``first``).
+
+    ``field`` is ``name`` or ``group.name``; names are written as on the command line or
+    as argparse dests (``--tensor-parallel`` and ``tensor_parallel`` are the same).
+    """
+    parts = field.split(".")
+    if not names or len(parts) > 2 or not all(parts):
+        raise ValueError(f"register_training_field({field!r}, ...): need 'name' or "
+                         "'group.name' and at least one argument name")
+    known = TRAINING_FIELDS.get(field, ())
+    added = tuple(n for n in dict.fromkeys(_arg_name(n) for n in names) if n not in known)
+    TRAINING_FIELDS[field] = added + known if first else known + added
+
+
+def _is_integer_field(field: str) -> bool:
+    return any(
+        field.startswith(f) if f.endswith(".") else field == f for f in INTEGER_FIELDS
+    )
+
+
+def _put(section: dict[str, Any], field: str, value: Any) -> None:
+    group, _, name = field.rpartition(".")
+    (section.setdefault(group, {}) if group else section)[name] = value
+
+
+def _value(field: str, arg: str, raw: Any) -> tuple[Any, str | None]:
+    """The value to record and a warning, or ``(None, warning)`` when it does not fit."""
+    value = raw[-1] if isinstance(raw, list) else raw  # given twice: argparse keeps the last
+    if _is_integer_field(field):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value, None
+        return None, f"{field}: --{arg} {value!r} is not an integer"
+    if field == "algorithm":
+        if isinstance(value, bool):
+            return None, f"{field}: --{arg} has no value"
+        return str(value), None
+    return value, None
+
+
+def training_section(
+    args: Mapping[str, Any], fields: Mapping[str, tuple[str, ...]] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The training section read from resolved ``args``, and a warning per unusable value."""
+    table = TRAINING_FIELDS if fields is None else fields
+    by_name: dict[str, tuple[str, Any]] = {}
+    for key, value in args.items():
+        by_name.setdefault(_arg_name(key), (key, value))
+    section: dict[str, Any] = {}
+    warnings: list[str] = []
+    used: set[str] = set()
+    for field, names in table.items():
+        for name in names:
+            if name not in by_name:
+                continue
+            used.add(name)
+            value, warning = _value(field, name.replace("_", "-"), by_name[name][1])
+            if warning:
+                warnings.append(warning)
+                continue
+            _put(section, field, value)
+            break
+    for name, (_, raw) in by_name.items():
+        if name.endswith(_SEED_SUFFIX) and name not in used:
+            value = raw[-1] if isinstance(raw, list) else raw
+            section.setdefault("seeds", {}).setdefault(name, value)
+    return section, warnings
+
+
+def collect_training(ctx: CollectContext) -> dict[str, Any]:
+    # A caller's parsed arguments (defaults included), where the context carries them, say
+    # more than the words of argv.
+    args = ctx.resolved_args
+    section, warnings = training_section(parse_args(ctx.argv) if args is None else args)
+    if warnings:
+        raise Partial(section, "; ".join(warnings))
+    return section

@@ -1,0 +1,157 @@
+"""The training collector: the argument-name table, its extension, bad values."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from expdna.api import collect
+from expdna.collectors import CollectContext, Collector, run_collectors
+from expdna.collectors import training as training_mod
+from expdna.collectors.training import (
+    TRAINING_FIELDS,
+    collect_training,
+    register_training_field,
+)
+
+
+@pytest.fixture
+def restore_fields() -> Iterator[None]:
+    saved = dict(TRAINING_FIELDS)
+    yield
+    TRAINING_FIELDS.clear()
+    TRAINING_FIELDS.update(saved)
+
+
+def training(command: str) -> dict[str, Any]:
+    return collect_training(CollectContext(argv=tuple(shlex.split(command))))
+
+
+def test_megatron_style() -> None:
+    section = training(
+        "pretrain_gpt.py --tensor-model-parallel-size 4 --pipeline-model-parallel-size 2 "
+        "--context-parallel-size 2 --expert-model-parallel-size 8 --global-batch-size 1024 "
+        "--micro-batch-size 2 --seed 1234 --lr 3e-4 --save /ckpt"
+    )
+    assert section == {
+        "parallel_topology": {"tensor": 4, "pipeline": 2, "context": 2, "expert": 8},
+        "global_batch_size": 1024,
+        "micro_batch_size": 2,
+        "seeds": {"seed": 1234},
+    }
+
+
+def test_hugging_face_trainer_style() -> None:
+    section = training(
+        "run_clm.py --per_device_train_batch_size 8 --gradient_accumulation_steps 4 "
+        "--seed 42 --data_seed 7 --output_dir /out"
+    )
+    assert section == {
+        "micro_batch_size": 8,
+        "gradient_accumulation_steps": 4,
+        "seeds": {"seed": 42, "data_seed": 7},
+    }
+
+
+def test_deepspeed_style_and_plain_short_names() -> None:
+    assert training(
+        "train.py --train_batch_size 256 --train_micro_batch_size_per_gpu 4 --dp 8 --tp 2 "
+        "--pp 1 --cp 1 --ep 4 --algorithm GRPO"
+    ) == {
+        "algorithm": "GRPO",
+        "parallel_topology": {"tensor": 2, "pipeline": 1, "context": 1, "expert": 4, "data": 8},
+        "global_batch_size": 256,
+        "micro_batch_size": 4,
+    }
+    assert training("train.py --algo ppo --batch-size 32 --seed=5") == {
+        "algorithm": "ppo", "global_batch_size": 32, "seeds": {"seed": 5},
+    }
+
+
+def test_priority_order_last_value_and_other_seeds() -> None:
+    # the Megatron name outranks the short one, whatever the order on the command line
+    section = training(
+        "train.py --tp 8 --tensor-model-parallel-size 2 --seed 1 --seed 2 "
+        "--shuffle-seed 9 --Data-Seed 3"
+    )
+    assert section["parallel_topology"] == {"tensor": 2}
+    assert section["seeds"] == {"seed": 2, "data_seed": 3, "shuffle_seed": 9}
+
+
+def test_nothing_found_is_an_empty_ok_section() -> None:
+    out = run_collectors(
+        CollectContext(argv=("python", "train.py", "--lr", "0.1")),
+        [Collector("training", "training", collect_training)],
+    )
+    assert (out["training"].status, out["training"].section) == ("ok", {})
+
+
+def test_a_value_that_is_not_an_integer_is_left_out_with_a_warning() -> None:
+    out = run_collectors(
+        CollectContext(argv=("train.py", "--tensor-model-parallel-size", "auto", "--tp", "2",
+                             "--micro-batch-size", "1.5", "--seed", "3", "--algo")),
+        [Collector("training", "training", collect_training)],
+    )
+    result = out["training"]
+    assert result.status == "partial"
+    assert result.section == {"parallel_topology": {"tensor": 2}, "seeds": {"seed": 3}}
+    warning = result.warnings[0]
+    assert "--tensor-model-parallel-size 'auto' is not an integer" in warning
+    assert "--micro-batch-size 1.5 is not an integer" in warning
+    assert "algorithm: --algo has no value" in warning
+
+
+@pytest.mark.usefixtures("restore_fields")
+def test_users_extend_the_table() -> None:
+    assert training("train.py --sp 4 --num-rollouts 16") == {}
+    register_training_field("parallel_topology.sequence", "--sp")
+    register_training_field("rollouts", "num_rollouts")
+    register_training_field("parallel_topology.tensor", "--model-tp", first=True)
+    assert TRAINING_FIELDS["parallel_topology.tensor"][0] == "model_tp"
+    assert training("train.py --sp 4 --num-rollouts 16 --tp 2 --model-tp 8") == {
+        "parallel_topology": {"sequence": 4, "tensor": 8},
+        "rollouts": 16,
+    }
+    # a name registered again does not appear twice
+    register_training_field("rollouts", "num-rollouts", "rollout_count")
+    assert TRAINING_FIELDS["rollouts"] == ("num_rollouts", "rollout_count")
+    with pytest.raises(ValueError, match=r"group\.name"):
+        register_training_field("a.b.c", "x")
+    with pytest.raises(ValueError, match="at least one"):
+        register_training_field("rollouts")
+
+
+def test_resolved_args_carried_by_the_context_win_over_argv() -> None:
+    @dataclass(frozen=True)
+    class WithArgs(CollectContext):
+        resolved_args: Mapping[str, Any] | None = None
+
+    ctx = WithArgs(argv=("train.py", "--seed", "1"), resolved_args={"seed": 42, "tp": 2})
+    assert collect_training(ctx) == {"seeds": {"seed": 42}, "parallel_topology": {"tensor": 2}}
+    assert collect_training(WithArgs(argv=("train.py", "--seed", "1"))) == {"seeds": {"seed": 1}}
+
+
+def test_the_table_is_documented_in_the_module() -> None:
+    doc = training_mod.__doc__ or ""
+    for field, names in TRAINING_FIELDS.items():
+        assert f"``{field}``" in doc, field
+        for name in names:
+            assert f"``{name}``" in doc, name
+
+
+def test_seeds_and_topology_enter_the_dna_output_paths_do_not() -> None:
+    def dna(*argv: str) -> dict[str, str]:
+        manifest = collect(["train.py", *argv], collectors=["training", "config"], environ={})
+        assert manifest.dna is not None
+        assert manifest.collection.collectors["training"].status == "ok"
+        return manifest.dna.sections
+
+    base = dna("--seed", "1", "--tp", "2")
+    assert dna("--seed", "2", "--tp", "2")["training"] != base["training"]
+    assert dna("--seed", "1", "--tp", "4")["training"] != base["training"]
+    assert dna("--seed", "1", "--tp", "2", "--output-dir", "/tmp/x")["training"] == \
+        base["training"]
