@@ -18,7 +18,8 @@ from expdna.manifest.dna import projections  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
-INIT = {"num_cpus": 1, "include_dashboard": False, "log_to_driver": False}
+# address="local": always a new instance, never a cluster some other process left running.
+INIT = {"address": "local", "num_cpus": 1, "include_dashboard": False, "log_to_driver": False}
 SLURM = {"SLURM_JOB_ID": "99", "SLURM_JOB_NUM_NODES": "1", "SLURM_NTASKS": "1"}
 
 
