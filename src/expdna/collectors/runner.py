@@ -179,14 +179,13 @@ def run_collectors(
     for collector in chosen:
         if collector.name not in outcomes:
             limit = limits[collector.name]
-            log.warning("collector %s missed its %.1f s deadline", collector.name, limit)
             outcomes[collector.name] = Outcome(
                 "timeout", {}, min(elapsed, limit * 1000), [_missed(limit)]
             )
     for name, outcome in outcomes.items():
         for warning in outcome.warnings:
             if outcome.status != "skipped":
-                log.warning("collector %s: %s", name, warning)
+                log.warning("collector %s %s: %s", name, outcome.status, warning)
     return {c.name: outcomes[c.name] for c in chosen}
 
 
