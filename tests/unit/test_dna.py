@@ -173,3 +173,24 @@ def test_the_written_file_recomputes_to_the_same_dna_with_odd_numbers(tmp_path: 
     manifest.dna = compute_dna(manifest)
     back = load_manifest(write_manifest(manifest, tmp_path / "m.json"))
     assert compute_dna(back).value == manifest.dna.value
+
+
+def test_loaded_framework_keeps_only_its_determinism_switches() -> None:
+    def env(seed: int, digest: str, deterministic: bool) -> dict[str, Any]:
+        return {"python_version": "3.11.7", "framework": {"torch": {
+            "version": "2.13.0", "build": {"cuda": None},
+            "loaded": {"version": "2.13.0", "config_digest": digest,
+                       "determinism": {"initial_seed": seed,
+                                       "deterministic_algorithms": deterministic}}}}}
+
+    a = doc(environment=env(1, "blake3:" + "a" * 64, True))
+    b = doc(environment=env(2, "blake3:" + "b" * 64, True))
+    c = doc(environment=env(1, "blake3:" + "a" * 64, False))
+    assert dna(a).value == dna(b).value
+    assert changed_sections(a, c) == {"environment"}
+
+
+def test_power_limit_stays_out() -> None:
+    a = doc(hardware={"gpus": [{"name": "H200", "power_limit_w": 700.0}]})
+    b = doc(hardware={"gpus": [{"name": "H200", "power_limit_w": 500.0}]})
+    assert dna(a).value == dna(b).value

@@ -7,7 +7,9 @@ from expdna.collectors.config import collect_config
 from expdna.collectors.context import CollectContext, NotAvailable, Partial
 from expdna.collectors.data import collect_data
 from expdna.collectors.environment import collect_environment
+from expdna.collectors.framework import collect_framework
 from expdna.collectors.git import collect_git
+from expdna.collectors.gpu import collect_gpu
 from expdna.collectors.runner import (
     DEFAULT_DEADLINE_S,
     Collector,
@@ -42,6 +44,8 @@ def default_registry(*, plugins: bool = True) -> Registry:
     registry.add(Collector("training", "training", collect_training))
     registry.add(Collector("runtime", "runtime", collect_runtime))
     registry.add(Collector("system", "hardware", collect_system))
+    registry.add(Collector("gpu", "hardware", collect_gpu))
+    registry.add(Collector("framework", "environment", collect_framework))
     registry.add(Collector("data", "data", collect_data))
     if plugins:
         registry.load_entry_points()

@@ -56,6 +56,7 @@ VOLATILE_HARDWARE: tuple[str, ...] = (
     "uuid", "serial", "*bus_id", "pci", "minor_number", "index", "hostname", "source",
     "temperature*", "*_temperature", "fan*", "power_draw*", "utilization*", "memory_used*",
     "memory_free*", "clocks*", "*_current", "current_*", "*_source",
+    "power_limit*",
 )
 
 # Environment fields that name one machine's layout, not the software.
@@ -217,7 +218,28 @@ def _project_environment(section: Mapping[str, Any]) -> Any:
         # Patch level (6.1.0-18-amd64 -> 6.1) changes with security updates, not results.
         match = re.match(r"^(\d+\.\d+)", kernel)
         projected["kernel"] = match.group(1) if match else kernel
+    framework = projected.get("framework")
+    if isinstance(framework, Mapping):
+        projected["framework"] = {
+            name: _framework_identity(info) if isinstance(info, Mapping) else info
+            for name, info in framework.items()
+        }
     return projected
+
+
+def _framework_identity(info: Mapping[str, Any]) -> dict[str, Any]:
+    """A framework as installed, plus the determinism switches of the loaded one.
+
+    The rest of the loaded truth repeats the installed build (or, for the build config
+    text, names the host CPU); ``initial_seed`` is random in every unseeded process.
+    """
+    identity = {k: v for k, v in info.items() if k != "loaded"}
+    loaded = info.get("loaded")
+    if isinstance(loaded, Mapping) and isinstance(loaded.get("determinism"), Mapping):
+        identity["determinism"] = {
+            k: v for k, v in loaded["determinism"].items() if k != "initial_seed"
+        }
+    return identity
 
 
 def _project_hardware(section: Mapping[str, Any]) -> Any:
