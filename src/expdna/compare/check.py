@@ -144,13 +144,26 @@ def _collector_lost(current: Manifest, collector: str) -> bool:
     return status is not None and status.status in ("failed", "timeout")
 
 
-def _live_repo(current: Manifest, name: str) -> Repo | None:
-    return current.code.get(name)
+def _live_repo(recorded: Manifest, current: Manifest, name: str) -> Repo | None:
+    """The live repository that plays ``name``'s part.
+
+    Names are checkout directory names, which differ between clones: after the name, a
+    live repository with the same remote counts, then the only one when both sides have one.
+    """
+    if name in current.code:
+        return current.code[name]
+    remote = recorded.code[name].remote
+    same_remote = [r for r in current.code.values() if remote and r.remote == remote]
+    if len(same_remote) == 1:
+        return same_remote[0]
+    if len(recorded.code) == 1 and len(current.code) == 1:
+        return next(iter(current.code.values()))
+    return None
 
 
 def rule_commit(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
     for name, repo in recorded.code.items():
-        live = _live_repo(current, name)
+        live = _live_repo(recorded, current, name)
         where = f"code.{name}.commit"
         if live is None and repo.commit is not None:
             # A repo git could not describe now is unknown; one git did not find is absent.
@@ -178,7 +191,7 @@ def _by_patch(old: str, new: str) -> Status:
 def rule_patch(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
     # Both digests name the redacted patch text (the live collection redacts too).
     for name, repo in recorded.code.items():
-        live = _live_repo(current, name)
+        live = _live_repo(recorded, current, name)
         if live is None:
             continue  # the commit rule already reports the repository as missing
         yield from _compare(
@@ -235,8 +248,22 @@ def rule_vbios(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
     for i, gpu in enumerate(recorded.hardware.gpus):
         now = live[i].vbios_version if i < len(live) else None
         yield from _compare(
-            f"hardware.gpus.{i}.vbios_version", gpu.vbios_version, now, _differs("WARN")
+            f"hardware.gpus.{i}.vbios_version", gpu.vbios_version, now, _same_text("WARN")
         )
+
+
+def _same_text(status: Status) -> Judge:
+    # Windows drivers print VBIOS versions in lower case, Linux ones in upper case.
+    return lambda old, new: "PASS" if old.casefold() == new.casefold() else status
+
+
+def rule_compute_capability(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    # Kernels built for one compute capability (sm_90) do not run on another (sm_80).
+    live = current.hardware.gpus
+    for i, gpu in enumerate(recorded.hardware.gpus):
+        old = getattr(gpu, "compute_capability", None)
+        now = getattr(live[i], "compute_capability", None) if i < len(live) else None
+        yield from _compare(f"hardware.gpus.{i}.compute_capability", old, now, _differs("FAIL"))
 
 
 def _hardware_field(name: str, judge: Judge) -> Rule:
@@ -262,6 +289,8 @@ def default_rules() -> RuleSet:
     rules.add("gpu_model", rule_gpu_model)
     rules.add("driver", _hardware_field("driver_version", _differs("WARN")))
     rules.add("vbios", rule_vbios)
+    rules.add("compute_capability", rule_compute_capability)
+    rules.add("gpu_count", _hardware_field("gpu_count", _differs("WARN")))
     rules.add("cuda", _hardware_field("cuda_version", _by_release))
     rules.add("cudnn", _hardware_field("cudnn_version", _differs("WARN")))
     rules.add("nccl", _hardware_field("nccl_version", _differs("WARN")))
