@@ -194,3 +194,15 @@ def test_power_limit_stays_out() -> None:
     a = doc(hardware={"gpus": [{"name": "H200", "power_limit_w": 700.0}]})
     b = doc(hardware={"gpus": [{"name": "H200", "power_limit_w": 500.0}]})
     assert dna(a).value == dna(b).value
+
+
+def test_dataset_detail_beyond_its_digest_stays_out() -> None:
+    digest = "blake3:" + "d" * 64
+    a = doc(data={"datasets": [{"root": "/data/a", "digest": digest, "files": 1, "bytes": 3}]})
+    b = doc(data={"datasets": [{"root": "/mnt/b", "digest": digest, "files": 1, "bytes": 3,
+                                "listing": [["x", 3, digest]],
+                                "tables": [{"path": "x", "rows": 1}]}]})
+    c = doc(data={"datasets": [{"root": "/data/a", "digest": "blake3:" + "e" * 64,
+                                "files": 1, "bytes": 3}]})
+    assert dna(a).value == dna(b).value
+    assert changed_sections(a, c) == {"data"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,10 @@ class CollectContext:
     timeout_s: float = 4.0
     #: Arguments the caller already parsed (argparse defaults included); beats parsing argv.
     resolved_args: Mapping[str, Any] | None = None
+    #: Trust the persistent digest cache for data files (False: hash every file again).
+    use_cache: bool = True
+    #: Called with a ``data.Progress`` while data files are hashed (a CLI renders it).
+    progress: Callable[[Any], None] | None = None
 
 
 class NotAvailable(Exception):

@@ -37,6 +37,7 @@ PER_RUN_ARGS: tuple[str, ...] = (
     "exp_name", "experiment_name", "tags", "tag", "notes", "note", "output_root",
     "*_output_dir", "*_log_dir", "*_logging_dir", "*_save_dir", "*_checkpoint_dir",
     "*_run_name", "wandb_*", "mlflow_*", "comet_*", "neptune_*", "swanlab_*", "clearml_*",
+    "store", "store_dir", "index_url", "expdna_*",
 )
 # Keys whose value, when it lies under an output root above, is per-run too.
 _PATH_KEY = re.compile(r"(^|_)(dir|path|file|prefix)$")
@@ -61,6 +62,9 @@ VOLATILE_HARDWARE: tuple[str, ...] = (
 
 # Environment fields that name one machine's layout, not the software.
 _PER_MACHINE_ENVIRONMENT = ("hostname", "python_executable", "container")
+
+# Dataset fields that describe the files the digest already names, or where they are.
+_DATASET_DETAIL = frozenset({"root", "listing", "tables", "table_groups"})
 
 # Ray resources that vary with each allocation (memory is measured at start).
 _VOLATILE_RESOURCES = ("node:*", "memory", "object_store_memory")
@@ -268,8 +272,10 @@ def _project_runtime(section: Mapping[str, Any]) -> Any:
 
 
 def _project_data(section: Mapping[str, Any]) -> Any:
+    # The listing digest covers every file; the rest repeats it (an inline listing, footer
+    # facts that exist only where pyarrow is installed) or names a mount point (root).
     datasets = [
-        {k: v for k, v in dataset.items() if k != "root"}
+        {k: v for k, v in dataset.items() if k not in _DATASET_DETAIL}
         for dataset in section.get("datasets") or []
     ]
     return {"datasets": _sorted_by_bytes(datasets)}
