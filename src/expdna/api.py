@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ def collect(
     dna_ignore: Sequence[str] = (),
     redact: bool = True,
     resolved_args: Mapping[str, Any] | None = None,
+    use_cache: bool = True,
+    progress: Callable[[Any], None] | None = None,
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
@@ -47,7 +49,8 @@ def collect(
     most ``overall_deadline_s``; plugins that failed to load are listed in
     ``collection.plugin_warnings``.
     ``resolved_args``, when given, is recorded as ``config.resolved_args`` instead of the
-    arguments parsed from ``argv``.
+    arguments parsed from ``argv``. ``use_cache=False`` hashes every data file again;
+    ``progress`` receives ``expdna.collectors.data.Progress`` while data files are hashed.
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -58,6 +61,8 @@ def collect(
         resolved_args=dict(resolved_args) if resolved_args is not None else None,
         environ=dict(os.environ if environ is None else environ),
         timeout_s=deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s),
+        use_cache=use_cache,
+        progress=progress,
     )
     registry = registry or default_registry()
     started = time.perf_counter()
@@ -93,6 +98,8 @@ def generate(
     data: Iterable[str | os.PathLike[str]] = (),
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),
+    use_cache: bool = True,
+    progress: Callable[[Any], None] | None = None,
 ) -> tuple[Path, Manifest]:
     """Collect and write a manifest file atomically; returns its path and the manifest.
 
@@ -103,7 +110,8 @@ def generate(
     if target is not None and not target.is_dir() and not target.parent.is_dir():
         raise InvalidInputError(f"{target.parent}: output directory does not exist")
     manifest = collect(
-        argv, cwd=cwd, repos=repos, data=data, deadline_s=deadline_s, dna_ignore=dna_ignore
+        argv, cwd=cwd, repos=repos, data=data, deadline_s=deadline_s, dna_ignore=dna_ignore,
+        use_cache=use_cache, progress=progress,
     )
     if target is None or target.is_dir():
         target = default_output(manifest, target)

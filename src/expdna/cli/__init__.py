@@ -9,9 +9,14 @@ import click
 
 from expdna import __version__
 from expdna.cli.check import check_command
+from expdna.cli.data import data_group
+from expdna.cli.db import db_group
 from expdna.cli.diff import diff_command
 from expdna.cli.generate import generate_command
+from expdna.cli.query import find_command, runs_command, show_command, twins_command
+from expdna.cli.record import record_command
 from expdna.cli.rerun import rerun_command
+from expdna.cli.store import fsck_command, gc_command
 from expdna.errors import ExpdnaError
 
 
@@ -30,11 +35,12 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="expdna")
 @click.option(
     "--store", "store", envvar="EXPDNA_STORE", metavar="DIR",
-    help="Store directory (env EXPDNA_STORE). Reserved: used by the store commands.",
+    help="Store directory (env EXPDNA_STORE; default: the user data dir, ~/.local/share/expdna).",
 )
 @click.option(
     "--index-url", "index_url", envvar="EXPDNA_INDEX_URL", metavar="URL",
-    help="SQL index URL (env EXPDNA_INDEX_URL). Reserved: used by the store commands.",
+    help="Shared index, postgresql+psycopg://USER@HOST/DB (env EXPDNA_INDEX_URL); default: "
+    "SQLite inside the store.",
 )
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 @click.pass_context
@@ -59,6 +65,10 @@ cli.add_command(generate_command)
 cli.add_command(check_command)
 cli.add_command(diff_command)
 cli.add_command(rerun_command)
+cli.add_command(data_group)
+for _store_command in (record_command, show_command, runs_command, twins_command,
+                       find_command, fsck_command, gc_command, db_group):
+    cli.add_command(_store_command)
 
 
 def main() -> None:

@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from expdna.api import generate
+from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
+from expdna.cli.record import record_generated
 from expdna.manifest.dna import short
 
 
@@ -33,15 +35,25 @@ from expdna.manifest.dna import short
     "--deadline", type=click.FloatRange(min=0.1), default=4.0, show_default=True,
     metavar="SECONDS", help="Time each collector gets before it is abandoned.",
 )
+@click.option(
+    "--no-cache", "no_cache", is_flag=True,
+    help="Hash every --data file again instead of trusting the digest cache.",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print {"path", "run_id", "dna"}.')
+@click.option("--record", "record", is_flag=True,
+              help="Also record the manifest into the store (--store, --index-url).")
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGV...]")
+@click.pass_context
 def generate_command(
+    ctx: click.Context,
     output: Path | None,
     repos: tuple[Path, ...],
     data: tuple[Path, ...],
     dna_ignore: tuple[str, ...],
     deadline: float,
+    no_cache: bool,
     as_json: bool,
+    record: bool,
     argv: tuple[str, ...],
 ) -> None:
     """Write a manifest describing this checkout and the command ARGV.
@@ -50,9 +62,12 @@ def generate_command(
     config. Without it the manifest describes the environment alone.
     """
     path, manifest = generate(
-        argv, output=output, repos=repos, data=data, deadline_s=deadline, dna_ignore=dna_ignore
+        argv, output=output, repos=repos, data=data, deadline_s=deadline, dna_ignore=dna_ignore,
+        use_cache=not no_cache, progress=tty_progress(),
     )
     assert manifest.dna is not None
+    if record:
+        record_generated(ctx, manifest)
     if as_json:
         emit_json(
             {"path": str(path.resolve()), "run_id": manifest.run_id, "dna": manifest.dna.value}

@@ -1,0 +1,45 @@
+"""``expdna db upgrade`` and ``expdna db current``: the index schema revision."""
+
+from __future__ import annotations
+
+import click
+
+from expdna.cli.store import open_store
+
+
+@click.group("db")
+def db_group() -> None:
+    """The index database: its schema revision and upgrades (alembic, shipped with expdna)."""
+
+
+@db_group.command("upgrade")
+@click.pass_context
+def upgrade_command(ctx: click.Context) -> None:
+    """Upgrade the index (--index-url, or the store's SQLite) to this expdna's schema."""
+    from expdna.store.index import shown
+    from expdna.store.migrate import upgrade
+
+    with open_store(ctx, checked=False) as store:
+        before, after = upgrade(store.index)
+        where = shown(store.index.url)
+    if before == after:
+        click.echo(f"index {where}: already at revision {after}")
+    else:
+        click.echo(f"index {where}: upgraded from {before or '(empty)'} to {after}")
+
+
+@db_group.command("current")
+@click.pass_context
+def current_command(ctx: click.Context) -> None:
+    """Print the index's schema revision; exit 1 when it is not this expdna's head."""
+    from expdna.store.index import shown
+    from expdna.store.migrate import HEAD, current_revision
+
+    with open_store(ctx, checked=False) as store, store.index.read() as conn:
+        found = current_revision(conn)
+        where = shown(store.index.url)
+    if found == HEAD:
+        click.echo(f"{found} (head)  index {where}")
+        return
+    click.echo(f"{found or '(empty)'} (head is {HEAD}: run `expdna db upgrade`)  index {where}")
+    ctx.exit(1)

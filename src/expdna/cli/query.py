@@ -1,0 +1,176 @@
+"""Store queries: ``show``, ``runs``, ``twins``, ``find``.
+
+A readable table by default; ``--json`` prints a JSON array of objects, each with at least
+``run_id``, ``dna`` and ``generated_at``. No match is a negative answer: exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import click
+
+from expdna.cli.output import emit_json
+from expdna.cli.store import open_store
+from expdna.manifest.dna import short
+from expdna.manifest.io import load_manifest, serialise
+from expdna.store.entities import RunRecord, RunSummary, iso
+from expdna.store.prepare import parse_time
+
+_COLUMNS = (("RUN", 30), ("DNA", 12), ("GENERATED", 20), ("COMMIT", 7), ("ALGORITHM", 10),
+            ("GPU", 24), ("DRIVER", 0))
+
+
+def _cell(value: str | None, width: int) -> str:
+    text = value or "-"
+    if width and len(text) > width:
+        text = text[: width - 1] + "…"
+    return f"{text:<{width}}" if width else text
+
+
+def table(runs: Sequence[RunSummary]) -> list[str]:
+    lines = ["  ".join(_cell(name, width) for name, width in _COLUMNS).rstrip()]
+    for run in runs:
+        cells = (run.run_id, short(run.dna), iso(run.generated_at), (run.commit or "")[:7],
+                 run.algorithm, run.gpu_model, run.driver_version)
+        lines.append(
+            "  ".join(_cell(c, w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)).rstrip()
+        )
+    return lines
+
+
+def emit_runs(ctx: click.Context, runs: Sequence[RunSummary], as_json: bool) -> None:
+    """Print ``runs`` as a table or JSON; exit 1 when there are none."""
+    if as_json:
+        emit_json([run.to_dict() for run in runs])
+    elif runs:
+        for line in table(runs):
+            click.echo(line)
+    else:
+        click.echo("no runs match", err=True)
+    ctx.exit(0 if runs else 1)
+
+
+def summary(record: RunRecord) -> list[str]:
+    gpu = record.gpu_model or "-"
+    stack = ", ".join(
+        f"{name} {value}" for name, value in (
+            ("driver", record.driver_version), ("CUDA", record.cuda_version),
+            ("NCCL", record.nccl_version),
+        ) if value
+    )
+    lines = [
+        f"run        {record.run_id}",
+        f"dna        {record.dna}",
+        f"generated  {iso(record.generated_at)}",
+        f"recorded   {iso(record.recorded_at)}",
+        f"commit     {record.commit or '-'}",
+        f"algorithm  {record.algorithm or '-'}",
+        f"gpu        {gpu}{f' ({stack})' if stack else ''}",
+        f"python     {record.python_version or '-'}",
+        f"manifest   blake3:{record.manifest_digest}",
+    ]
+    lines += [f"  {name:<12}{short(digest)}" for name, digest in record.sections.items()]
+    return lines
+
+
+@click.command("show")
+@click.argument("ref", metavar="RUN|DNA-PREFIX")
+@click.option("--inline", is_flag=True,
+              help="Print the self-contained manifest file (patch texts inline).")
+@click.option("--manifest", "as_stored", is_flag=True,
+              help="Print the manifest as stored (patch texts referenced by digest).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON array with the run's index record.")
+@click.pass_context
+def show_command(
+    ctx: click.Context, ref: str, inline: bool, as_stored: bool, as_json: bool
+) -> None:
+    """Show a recorded run: by run id, or the newest run of a DNA (prefix of >= 6 hex).
+
+    `expdna show RUN --inline > m.json` writes a manifest that diff and check read.
+    """
+    if sum((inline, as_stored, as_json)) > 1:
+        raise click.UsageError("--inline, --manifest and --json exclude each other")
+    with open_store(ctx) as store:
+        if inline or as_stored:
+            click.echo(serialise(store.show(ref, inline=inline)), nl=False)
+            return
+        record = store.get(ref)
+    if as_json:
+        emit_json([record.to_dict()])
+    else:
+        for line in summary(record):
+            click.echo(line)
+
+
+@click.command("runs")
+@click.option("--dna", "dna_prefix", metavar="PREFIX", help="Only runs whose DNA starts so.")
+@click.option("--where", "where", multiple=True, metavar="PATH=VALUE",
+              help="A manifest leaf, e.g. training.algorithm=grpo (repeatable: all must hold).")
+@click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="At most N runs, newest first (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
+@click.pass_context
+def runs_command(
+    ctx: click.Context, dna_prefix: str | None, where: tuple[str, ...], since: str | None,
+    limit: int, as_json: bool,
+) -> None:
+    """List recorded runs, newest first."""
+    from expdna.store.queries import parse_where
+
+    filters = [parse_where(w) for w in where]
+    moment = parse_time(since, "--since") if since is not None else None
+    with open_store(ctx) as store:
+        runs = store.runs(dna_prefix=dna_prefix, where=filters, since=moment,
+                          limit=limit + 1 if limit else None)
+    if limit and len(runs) > limit:
+        runs = runs[:limit]
+        click.echo(f"(newest {limit} shown; --limit 0 for all)", err=True)
+    emit_runs(ctx, runs, as_json)
+
+
+@click.command("twins")
+@click.argument("ref", metavar="RUN|DNA-PREFIX|MANIFEST")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
+@click.pass_context
+def twins_command(ctx: click.Context, ref: str, as_json: bool) -> None:
+    """Every recorded run with the same DNA as a run, a DNA prefix or a manifest file."""
+    target = load_manifest(ref) if os.path.isfile(ref) or ref.endswith(".json") else ref
+    with open_store(ctx) as store:
+        runs = store.twins(target)
+    emit_runs(ctx, runs, as_json)
+
+
+@click.command("find")
+@click.option("--vbios", multiple=True, metavar="V", help="Any GPU has this VBIOS version.")
+@click.option("--driver", multiple=True, metavar="V", help="NVIDIA driver version.")
+@click.option("--gpu", multiple=True, metavar="MODEL", help="GPU model name (exact).")
+@click.option("--cuda", multiple=True, metavar="V", help="CUDA version.")
+@click.option("--nccl", multiple=True, metavar="V", help="NCCL version.")
+@click.option("--where", "where", multiple=True, metavar="PATH=VALUE",
+              help="Any manifest leaf; list indexes dropped (hardware.gpus.name=...).")
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
+@click.pass_context
+def find_command(
+    ctx: click.Context, vbios: tuple[str, ...], driver: tuple[str, ...], gpu: tuple[str, ...],
+    cuda: tuple[str, ...], nccl: tuple[str, ...], where: tuple[str, ...], limit: int | None,
+    as_json: bool,
+) -> None:
+    """Runs matching every filter given (filters AND together), newest first.
+
+    Values match exactly, as text: `--where training.global_batch_size=16`.
+    """
+    from expdna.store.queries import named_filter, parse_where
+
+    named = {"vbios": vbios, "driver": driver, "gpu": gpu, "cuda": cuda, "nccl": nccl}
+    filters = [named_filter(name, v) for name, values in named.items() for v in values]
+    filters += [parse_where(w) for w in where]
+    if not filters:
+        raise click.UsageError("give at least one filter (--vbios, --driver, ..., --where)")
+    with open_store(ctx) as store:
+        runs = store.find(*filters, limit=limit)
+    emit_runs(ctx, runs, as_json)

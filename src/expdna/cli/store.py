@@ -1,0 +1,70 @@
+"""Opening the store for a command, and ``expdna fsck`` / ``expdna gc``.
+
+The store and index come from the global ``--store`` / ``--index-url`` options (or
+``EXPDNA_STORE`` / ``EXPDNA_INDEX_URL``); SQLAlchemy is imported only when a command opens
+the store, so ``expdna --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from expdna.store.facade import Store
+
+
+def open_store(ctx: click.Context, *, checked: bool = True) -> Store:
+    """The store named by the global options; ``checked=False`` skips the revision check."""
+    from expdna.store.facade import Store
+
+    options = ctx.find_root().obj or {}
+    if checked:
+        return Store.open(options.get("store"), options.get("index_url"))
+    return Store.open_unchecked(options.get("store"), options.get("index_url"))
+
+
+@click.command("fsck")
+@click.pass_context
+def fsck_command(ctx: click.Context) -> None:
+    """Re-hash every object and check every reference from the index.
+
+    Exit 0 when the store is consistent, 1 naming each problem otherwise. Unreferenced
+    objects (left by a recorder that stopped early) are not problems: `expdna gc` removes them.
+    """
+    with open_store(ctx) as store:
+        report = store.fsck()
+    for problem in report.problems:
+        click.echo(f"problem: {problem}")
+    click.echo(
+        f"checked {report.objects} objects and {report.runs} runs: "
+        f"{len(report.problems)} problems; {report.unreferenced} unreferenced objects, "
+        f"{report.temp_files} temporary files (expdna gc removes them)"
+    )
+    ctx.exit(0 if report.ok else 1)
+
+
+@click.command("gc")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option(
+    "--grace", "grace_s", type=click.FloatRange(min=0), default=3600.0, show_default=True,
+    metavar="SECONDS",
+    help="Keep unreferenced objects younger than this: a recorder may be about to use them.",
+)
+@click.pass_context
+def gc_command(ctx: click.Context, dry_run: bool, grace_s: float) -> None:
+    """Remove objects that no recorded run references, and stray temporary files."""
+    with open_store(ctx) as store:
+        report = store.gc(dry_run=dry_run, grace_s=grace_s)
+    verb = "would remove" if dry_run else "removed"
+    if dry_run:
+        for digest in report.removed:
+            click.echo(f"{verb} blake3:{digest}")
+        for name in report.temp_files:
+            click.echo(f"{verb} {name}")
+    young = f"; kept {report.kept_young} younger than {grace_s:g} s" if report.kept_young else ""
+    click.echo(
+        f"{verb} {len(report.removed)} objects ({report.removed_bytes} bytes) and "
+        f"{len(report.temp_files)} temporary files{young}"
+    )

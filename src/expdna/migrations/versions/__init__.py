@@ -1,0 +1,1 @@
+"""Alembic revisions of the index schema (alembic skips this file)."""

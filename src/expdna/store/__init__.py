@@ -1,0 +1,47 @@
+"""The store: a content-addressed object directory and a SQL index over every run.
+
+Importing this package stays light (no SQLAlchemy): :class:`Store` is loaded on first use.
+Modules: ``objects`` (blobs by BLAKE3), ``models`` (index tables), ``index`` (engines,
+transactions), ``migrate`` (alembic), ``prepare``/``storeform``/``flatten`` (a manifest
+into blobs, a row and facts), ``intern`` (path and value ids), ``write`` (a batch's rows),
+``recorder`` (blobs then rows, batch by batch), ``queries``, ``maintenance`` (fsck, gc),
+``facade`` (the ``Store`` API), ``entities`` and ``errors`` (what callers get back).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from expdna.store.entities import (
+    FsckReport,
+    GcReport,
+    RecordResult,
+    RunRecord,
+    RunSummary,
+)
+
+if TYPE_CHECKING:
+    from expdna.store.facade import Store
+    from expdna.store.queries import Filter
+
+__all__ = [
+    "Filter",
+    "FsckReport",
+    "GcReport",
+    "RecordResult",
+    "RunRecord",
+    "RunSummary",
+    "Store",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Store":
+        from expdna.store.facade import Store
+
+        return Store
+    if name == "Filter":
+        from expdna.store.queries import Filter
+
+        return Filter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

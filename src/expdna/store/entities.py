@@ -1,0 +1,114 @@
+"""What the store hands out: plain dataclasses, never ORM rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+RecordStatus = Literal["recorded", "skipped", "conflict", "failed"]
+
+
+def iso(moment: datetime | None) -> str | None:
+    """UTC time as the manifest writes it: ``2026-08-05T14:30:25Z`` (fractions kept)."""
+    if moment is None:
+        return None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    text = moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds")
+    return text + "Z"
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as listings show it."""
+
+    run_id: str
+    dna: str
+    generated_at: datetime
+    recorded_at: datetime
+    commit: str | None = None
+    algorithm: str | None = None
+    gpu_model: str | None = None
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    nccl_version: str | None = None
+    python_version: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dna": self.dna,
+            "generated_at": iso(self.generated_at),
+            "recorded_at": iso(self.recorded_at),
+            "commit": self.commit,
+            "algorithm": self.algorithm,
+            "gpu_model": self.gpu_model,
+            "driver_version": self.driver_version,
+            "cuda_version": self.cuda_version,
+            "nccl_version": self.nccl_version,
+            "python_version": self.python_version,
+        }
+
+
+@dataclass(frozen=True)
+class RunRecord(RunSummary):
+    """One run with its DNA sections and the digest of its stored manifest."""
+
+    dna_version: int = 1
+    schema_version: str = ""
+    sections: dict[str, str] = field(default_factory=dict)
+    manifest_digest: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **super().to_dict(),
+            "dna_version": self.dna_version,
+            "schema_version": self.schema_version,
+            "sections": dict(self.sections),
+            "manifest_digest": f"blake3:{self.manifest_digest}",
+        }
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What recording one manifest did. ``skipped``: already recorded with the same content."""
+
+    run_id: str
+    dna: str | None
+    generated_at: str | None
+    status: RecordStatus
+    source: str | None = None
+    message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dna": self.dna,
+            "generated_at": self.generated_at,
+            "status": self.status,
+            "source": self.source,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class FsckReport:
+    objects: int
+    runs: int
+    problems: list[str]
+    unreferenced: int
+    temp_files: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class GcReport:
+    removed: list[str]
+    removed_bytes: int
+    temp_files: list[str]
+    kept_young: int
+    dry_run: bool

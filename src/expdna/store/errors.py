@@ -1,0 +1,83 @@
+"""The store's errors, each a subclass of expdna's error tree so the CLI maps its exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from expdna.errors import ExpdnaError, InvalidInputError, NotFoundError
+
+
+class StoreError(ExpdnaError):
+    """Base of the store's own errors (exit 2 unless a subclass says otherwise)."""
+
+    exit_code = 2
+
+
+class InvalidDigestError(InvalidInputError):
+    """A digest given by a user is not ``[blake3:]<64 lowercase hex>``."""
+
+    def __init__(self, value: str) -> None:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        super().__init__(
+            f"not a digest: {shown!r} (expected 64 lowercase hex characters, "
+            "optionally prefixed 'blake3:')"
+        )
+
+
+class InvalidRunRefError(InvalidInputError):
+    """A run reference that is neither a run id nor a DNA prefix of at least 6 hex."""
+
+
+class AmbiguousPrefixError(InvalidInputError):
+    """A DNA prefix that matches several DNAs; carries the candidates, as git does."""
+
+    def __init__(self, prefix: str, candidates: Sequence[str]) -> None:
+        listed = ", ".join(candidates)
+        super().__init__(f"DNA prefix {prefix!r} is ambiguous; candidates: {listed}")
+        self.prefix = prefix
+        self.candidates = list(candidates)
+
+
+class RunNotFoundError(NotFoundError):
+    """No recorded run answers to the reference (exit 1)."""
+
+
+class MissingObjectError(NotFoundError):
+    """An object the index references is not in the object directory."""
+
+    def __init__(self, digest: str) -> None:
+        super().__init__(f"object blake3:{digest} is missing from the object directory")
+        self.digest = digest
+
+
+class CorruptObjectError(StoreError):
+    """An object whose bytes no longer hash to its name."""
+
+    exit_code = 1
+
+    def __init__(self, digest: str, actual: str) -> None:
+        super().__init__(
+            f"object blake3:{digest} is corrupt: its bytes hash to blake3:{actual}"
+        )
+        self.digest = digest
+        self.actual = actual
+
+
+class DnaMismatchError(InvalidInputError):
+    """A manifest whose stored DNA does not match its recomputed DNA."""
+
+
+class RunConflictError(InvalidInputError):
+    """A run id already recorded with other content."""
+
+
+class NetworkFilesystemError(StoreError):
+    """An SQLite index on a filesystem where SQLite's WAL cannot work."""
+
+
+class IndexUnavailableError(StoreError):
+    """The index database cannot be opened or answered with an error."""
+
+
+class IndexRevisionError(StoreError):
+    """The index schema is not at the revision this expdna needs."""

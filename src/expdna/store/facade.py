@@ -1,0 +1,246 @@
+"""``Store``: the object directory and the index behind one small API.
+
+    store = Store.open()                       # $EXPDNA_STORE or ~/.local/share/expdna
+    store.record(manifest)                     # idempotent per run id
+    store.twins("a7f3b2")                      # every run with that DNA
+    store.find(Filter(("hardware.gpus.vbios_version",), "96.00.89.00.01"))
+
+Write order for every record: blobs into the object directory (durable), then every index
+row of the batch in one transaction. A crash leaves at worst unreferenced objects.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from expdna.errors import ExpdnaError
+from expdna.manifest.io import load_manifest
+from expdna.manifest.model import Manifest
+from expdna.store import maintenance, queries
+from expdna.store.entities import FsckReport, GcReport, RecordResult, RunRecord, RunSummary
+from expdna.store.errors import RunConflictError, StoreError
+from expdna.store.index import Index, open_index
+from expdna.store.migrate import ensure_current
+from expdna.store.mounts import DEFAULT_MOUNTS
+from expdna.store.objects import ObjectDir
+from expdna.store.prepare import prepare
+from expdna.store.queries import Filter
+from expdna.store.recorder import BatchItem, Recorder
+from expdna.store.storeform import to_file_form
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+T = TypeVar("T")
+OBJECTS = "objects"
+
+
+def default_store_dir() -> Path:
+    """``$EXPDNA_STORE``, else the user data directory (``~/.local/share/expdna``)."""
+    env = os.environ.get("EXPDNA_STORE")
+    if env:
+        return Path(env)
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("expdna"))
+
+
+def _load(path: str | os.PathLike[str]) -> BatchItem:
+    """Load and check one manifest file; a bad file becomes a ``failed`` result."""
+    source = os.fspath(path)
+    try:
+        return prepare(load_manifest(source), source=source)
+    except ExpdnaError as exc:
+        return RecordResult(run_id="", dna=None, generated_at=None, status="failed",
+                            source=source, message=str(exc))
+
+
+def _chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class Store:
+    """A content-addressed object directory plus a SQL index over every recorded run."""
+
+    def __init__(self, root: Path, index: Index) -> None:
+        self.root = root
+        self.objects = ObjectDir(root / OBJECTS)
+        self.index = index
+        self._recorder = Recorder(self.objects, index)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        index_url: str | None = None,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
+        upgrade: bool | None = None,
+    ) -> Store:
+        """Open (and create) a store.
+
+        ``path``: the store directory (default ``$EXPDNA_STORE`` or the user data dir).
+        ``index_url``: a PostgreSQL URL for a shared index (default ``$EXPDNA_INDEX_URL``,
+        else ``<path>/index.sqlite``). The embedded SQLite index is created and upgraded
+        here; a PostgreSQL index must be at the current revision (``expdna db upgrade``).
+        ``upgrade``: force (True) or forbid (False) the automatic upgrade.
+        """
+        root = Path(path) if path is not None else default_store_dir()
+        url = index_url if index_url is not None else os.environ.get("EXPDNA_INDEX_URL") or None
+        try:
+            index = open_index(root, url, mounts_file=mounts_file)
+        except OSError as exc:
+            raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
+        store = cls(root, index)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            store.objects.root.mkdir(exist_ok=True)
+            auto = index.dialect == "sqlite" if upgrade is None else upgrade
+            ensure_current(index, auto_upgrade=auto)
+        except OSError as exc:
+            index.dispose()
+            raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
+        except BaseException:
+            index.dispose()
+            raise
+        return store
+
+    @classmethod
+    def open_unchecked(
+        cls, path: str | os.PathLike[str] | None = None, index_url: str | None = None,
+        *, mounts_file: Path = DEFAULT_MOUNTS,
+    ) -> Store:
+        """Open without checking the schema revision (``expdna db`` commands)."""
+        root = Path(path) if path is not None else default_store_dir()
+        url = index_url if index_url is not None else os.environ.get("EXPDNA_INDEX_URL") or None
+        return cls(root, open_index(root, url, mounts_file=mounts_file))
+
+    def close(self) -> None:
+        self.index.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- recording -------------------------------------------------------------------
+
+    def record(
+        self, manifest: Manifest, *, attachments: Iterable[bytes] = (),
+        source: str | None = None,
+    ) -> RecordResult:
+        """Record one manifest; recording it again changes nothing (status ``skipped``).
+
+        Raises :class:`DnaMismatchError` for a manifest whose DNA does not match its
+        content, :class:`RunConflictError` when the run id is recorded with other content.
+        """
+        prepared = prepare(manifest, source=source, attachments=attachments)
+        result = next(self._recorder.run([[prepared]]))
+        if result.status == "conflict":
+            raise RunConflictError(result.message or "conflict")
+        return result
+
+    def record_many(
+        self, manifests: Iterable[Manifest], *, sources: Iterable[str] | None = None,
+        batch_size: int = BATCH,
+    ) -> list[RecordResult]:
+        """Record many manifests, one transaction per batch of ``batch_size``.
+
+        Each batch is checked whole before any of it is written: an invalid manifest
+        raises, and only the batches before it are recorded (recording them again skips
+        them). Conflicting run ids come back with status ``conflict``. ``sources`` (one
+        file name per manifest) label errors and results.
+        """
+        labels = iter(sources) if sources is not None else None
+        batches = (
+            [prepare(m, source=next(labels) if labels is not None else None) for m in chunk]
+            for chunk in _chunked(manifests, batch_size)
+        )
+        return list(self._recorder.run(batches))
+
+    def record_files(
+        self, paths: Iterable[str | os.PathLike[str]], *, batch_size: int = BATCH
+    ) -> Iterator[RecordResult]:
+        """Record manifest files, yielding one result per file; a bad file is ``failed``."""
+        batches = ([_load(p) for p in chunk] for chunk in _chunked(paths, batch_size))
+        yield from self._recorder.run(batches)
+
+    def scan(
+        self, directory: str | os.PathLike[str], *, batch_size: int = BATCH
+    ) -> Iterator[RecordResult]:
+        """Record every ``manifest_*.json`` below ``directory`` (sorted; recorded ones skipped)."""
+        files = sorted(Path(directory).rglob("manifest_*.json"))
+        yield from self.record_files((f for f in files if f.is_file()), batch_size=batch_size)
+
+    # -- reading ---------------------------------------------------------------------
+
+    def get(self, ref: str) -> RunRecord:
+        """A run by id or DNA prefix (the newest run of that DNA)."""
+        with self.index.read() as conn:
+            return queries.resolve(conn, ref)
+
+    def show(self, ref: str, *, inline: bool = False) -> dict[str, Any]:
+        """The recorded manifest document; ``inline``: the self-contained file form."""
+        record = self.get(ref)
+        doc: dict[str, Any] = json.loads(self.objects.read_verified(record.manifest_digest))
+        if inline:
+            return to_file_form(doc, self.objects.read_verified)
+        return doc
+
+    def load(self, ref: str) -> Manifest:
+        """The recorded manifest as a model, patch texts inline."""
+        return Manifest.model_validate(self.show(ref, inline=True))
+
+    def runs(
+        self, *, dna_prefix: str | None = None, where: Sequence[Filter] = (),
+        since: datetime | None = None, limit: int | None = None,
+    ) -> list[RunSummary]:
+        """Runs, newest first, matching every given condition."""
+        with self.index.read() as conn:
+            return queries.select_runs(
+                conn, dna_prefix=dna_prefix, filters=where, since=since, limit=limit
+            )
+
+    def twins(self, ref: str | Manifest) -> list[RunSummary]:
+        """Every run with the DNA of ``ref`` (a run id, a DNA prefix or a manifest)."""
+        with self.index.read() as conn:
+            if isinstance(ref, Manifest):
+                from expdna.manifest.dna import compute_dna
+
+                dna = compute_dna(ref).value
+            else:
+                dna = queries.resolve(conn, ref).dna
+            return queries.select_runs(conn, dna=dna)
+
+    def find(self, *filters: Filter, limit: int | None = None) -> list[RunSummary]:
+        """Runs matching every filter (AND), newest first."""
+        with self.index.read() as conn:
+            return queries.select_runs(conn, filters=filters, limit=limit)
+
+    def resolve_dna(self, prefix: str) -> str:
+        """The full DNA a prefix of at least 6 hex names (ambiguous: exit 2)."""
+        with self.index.read() as conn:
+            return queries.resolve_dna(conn, prefix)
+
+    # -- maintenance -----------------------------------------------------------------
+
+    def fsck(self) -> FsckReport:
+        return maintenance.fsck(self.objects, self.index)
+
+    def gc(self, *, dry_run: bool = False,
+           grace_s: float = maintenance.DEFAULT_GRACE_S) -> GcReport:
+        return maintenance.gc(self.objects, self.index, dry_run=dry_run, grace_s=grace_s)

@@ -1,0 +1,191 @@
+"""The index database: engines for SQLite and PostgreSQL, and managed transactions.
+
+SQLite (inside the store directory, the default): WAL so readers never wait for the writer,
+a busy timeout, foreign keys on, and writers in ``BEGIN IMMEDIATE`` so two recorders queue
+on the write lock instead of failing with SQLITE_BUSY (SQLAlchemy's SQLite dialect docs,
+"Serializable isolation / Savepoints / Transactional DDL"). PostgreSQL (psycopg 3) when a
+team shares one history: ``postgresql+psycopg://user@host/db``.
+
+Every database error leaving a transaction becomes an :class:`IndexUnavailableError`, so
+callers see one line naming the index, never a driver traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+
+from expdna.errors import InvalidInputError
+from expdna.store.errors import IndexUnavailableError, NetworkFilesystemError
+from expdna.store.mounts import DEFAULT_MOUNTS, network_fstype
+
+log = logging.getLogger(__name__)
+
+SQLITE_NAME = "index.sqlite"
+BUSY_TIMEOUT_S = 60.0
+_WRITER = "expdna_writer"
+_RETRIES = 5
+T = TypeVar("T")
+
+#: URL schemes users type -> the driver expdna uses (plain postgresql:// would pick psycopg2).
+_SCHEMES = {
+    "postgresql": "postgresql+psycopg",
+    "postgres": "postgresql+psycopg",
+    "postgresql+psycopg": "postgresql+psycopg",
+    "sqlite": "sqlite",
+    "sqlite+pysqlite": "sqlite",
+}
+
+
+def index_url(store_dir: Path, url: str | None) -> URL:
+    """The index URL: ``url`` normalised, or the SQLite file inside ``store_dir``."""
+    if url is None:
+        return URL.create("sqlite", database=str(store_dir / SQLITE_NAME))
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise InvalidInputError(f"not a database URL: {url!r}") from None
+    driver = _SCHEMES.get(parsed.drivername)
+    if driver is None:
+        raise InvalidInputError(
+            f"unsupported index URL scheme {parsed.drivername!r}: use "
+            "postgresql+psycopg://USER@HOST/DB (or sqlite:///PATH)"
+        )
+    if driver == "sqlite" and not parsed.database:
+        raise InvalidInputError("an SQLite index URL needs a file path: sqlite:///PATH")
+    return parsed.set(drivername=driver)
+
+
+def shown(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # Take transaction control from the driver: the "begin" hook below emits BEGIN itself.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_begin(connection: Connection) -> None:
+    writer = connection.get_execution_options().get(_WRITER, False)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+
+
+@dataclass
+class Index:
+    """An open index database; use :meth:`read` and :meth:`write` for every statement."""
+
+    engine: Engine
+    url: URL
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction (deferred on SQLite: never blocks the writer)."""
+        with self._mapped(), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: ``BEGIN IMMEDIATE`` on SQLite, committed on success."""
+        with self._mapped(), self.engine.connect() as conn:
+            conn.execution_options(**{_WRITER: True})
+            with conn.begin():
+                yield conn
+
+    def write_retrying(self, body: Callable[[Connection], T]) -> T:
+        """Run ``body`` in a write transaction, again after a deadlock or busy timeout."""
+        for attempt in range(_RETRIES):
+            try:
+                with self.engine.connect() as conn:
+                    conn.execution_options(**{_WRITER: True})
+                    with conn.begin():
+                        return body(conn)
+            except DBAPIError as exc:
+                if attempt + 1 < _RETRIES and _transient(exc):
+                    log.info("index busy (%s); retrying", _first_line(exc))
+                    time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+                    continue
+                raise self._error(exc) from None
+            except SQLAlchemyError as exc:
+                raise self._error(exc) from None
+        raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _mapped(self) -> Iterator[None]:
+        try:
+            yield
+        except SQLAlchemyError as exc:
+            raise self._error(exc) from None
+
+    def _error(self, exc: SQLAlchemyError) -> IndexUnavailableError:
+        return IndexUnavailableError(f"index {shown(self.url)}: {_first_line(exc)}")
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _first_line(exc: BaseException) -> str:
+    inner = getattr(exc, "orig", None) or exc
+    text = str(inner).strip().splitlines()
+    return text[0] if text else type(inner).__name__
+
+
+def _transient(exc: DBAPIError) -> bool:
+    """A deadlock or serialization failure (PostgreSQL) or a lock wait that ran out (SQLite)."""
+    code = getattr(exc.orig, "sqlstate", None)
+    if code in ("40001", "40P01"):
+        return True
+    return "database is locked" in str(exc.orig)
+
+
+def open_index(
+    store_dir: Path, url: str | None, *, mounts_file: Path = DEFAULT_MOUNTS
+) -> Index:
+    """An engine for the store's index; refuses an SQLite index on a network filesystem."""
+    resolved = index_url(store_dir, url)
+    if resolved.drivername == "sqlite":
+        database = Path(str(resolved.database))
+        fstype = network_fstype(database.parent, mounts_file)
+        if fstype is not None:
+            raise NetworkFilesystemError(
+                f"{database.parent} is on a network filesystem ({fstype}), where SQLite's "
+                "WAL index cannot work: keep the store there but put the index in "
+                "PostgreSQL with --index-url postgresql+psycopg://USER@HOST/DB "
+                "(or EXPDNA_INDEX_URL)"
+            )
+        database.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(resolved, connect_args={"timeout": BUSY_TIMEOUT_S})
+        event.listen(engine, "connect", _on_sqlite_connect)
+        event.listen(engine, "begin", _on_sqlite_begin)
+    else:
+        try:
+            engine = create_engine(resolved, pool_pre_ping=True)
+        except NoSuchModuleError:
+            raise InvalidInputError(
+                "PostgreSQL needs psycopg 3: pip install 'expdna[postgres]'"
+            ) from None
+        except ModuleNotFoundError:
+            raise InvalidInputError(
+                "PostgreSQL needs psycopg 3: pip install 'expdna[postgres]'"
+            ) from None
+    return Index(engine=engine, url=resolved)

@@ -1,0 +1,203 @@
+"""The object directory: immutable blobs named by the BLAKE3 of their bytes.
+
+Layout ``objects/<2 hex>/<62 hex>`` as git and DVC lay out loose objects. An object is
+written to a temporary file in its fan-out directory, made read-only, synced and renamed
+into place, so a reader sees the whole object or none; once present it is never rewritten.
+``b3sum objects/ab/cdef...`` prints ``abcdef...``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from expdna.digest import hex_of
+from expdna.store.digests import parse_digest
+from expdna.store.errors import CorruptObjectError, MissingObjectError
+
+log = logging.getLogger(__name__)
+
+READ_ONLY = 0o444
+TEMP_PREFIX = ".tmp-"
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A temporary file written and closed, waiting to be synced and renamed."""
+
+    temp: str
+    final: str
+
+
+def _fsync_path(path: str | Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _syncfs(directory: Path) -> bool:
+    """Flush the whole filesystem holding ``directory`` in one call (Linux ``syncfs``).
+
+    One syncfs costs about as much as a few fsyncs, so a batch of hundreds of objects pays
+    it twice instead of one fsync per file. Returns False where it is not available.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syncfs = libc.syncfs
+    except (OSError, AttributeError):
+        return False
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        return int(syncfs(fd)) == 0
+    finally:
+        os.close(fd)
+
+
+class ObjectDir:
+    """Content-addressed blobs under ``root`` (``<store>/objects``)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._fans: set[str] = set()  # fan-out directories known to exist
+
+    def path(self, digest: str) -> Path:
+        """Where the object ``digest`` lives; the digest is validated first."""
+        hex_digest = parse_digest(digest)
+        return self.root / hex_digest[:2] / hex_digest[2:]
+
+    def has(self, digest: str) -> bool:
+        return self.path(digest).is_file()
+
+    def put(self, data: bytes) -> str:
+        """Store ``data`` durably; returns its 64-hex digest. Present already: nothing written."""
+        return self.put_many([data])[0]
+
+    def put_many(self, blobs: Iterable[bytes]) -> list[str]:
+        """Store every blob durably with two filesystem syncs in all; returns their digests.
+
+        Order: every temporary file is written, then synced, then renamed into place, then
+        the renames are synced. A crash at any point leaves whole objects or stray
+        temporary files (which ``gc`` removes), never a short object under a final name.
+        """
+        digests: list[str] = []
+        pending: list[_Pending] = []
+        seen: set[str] = set()
+        try:
+            for data in blobs:
+                digest = hex_of(data)
+                digests.append(digest)
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                fan = os.path.join(self.root, digest[:2])
+                final = os.path.join(fan, digest[2:])
+                if os.path.exists(final):
+                    self._touch(final)
+                    continue
+                pending.append(_Pending(self._write_temp(fan, data), final))
+            if pending:
+                self._commit(pending)
+        except BaseException:
+            for item in pending:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(item.temp)
+            raise
+        return digests
+
+    def _write_temp(self, directory: str, data: bytes) -> str:
+        if directory not in self._fans:
+            os.makedirs(directory, exist_ok=True)
+            self._fans.add(directory)
+        try:
+            fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+        except FileNotFoundError:  # removed behind our back since we made it
+            os.makedirs(directory, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+        try:
+            os.fchmod(fd, READ_ONLY)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        return name
+
+    def _commit(self, pending: list[_Pending]) -> None:
+        bulk = len(pending) > 4 and _syncfs(self.root)
+        if not bulk:
+            for item in pending:
+                _fsync_path(item.temp)
+        for item in pending:
+            os.replace(item.temp, item.final)
+        if bulk and _syncfs(self.root):
+            return
+        if os.name == "posix":  # a rename is durable once its directory is synced
+            for directory in {os.path.dirname(item.final) for item in pending}:
+                _fsync_path(directory)
+
+    @staticmethod
+    def _touch(path: str) -> None:
+        # A fresh mtime keeps gc's grace period from removing an unreferenced object that a
+        # recorder is about to reference. Another user's object cannot be touched; then its
+        # age decides, and gc only removes objects no index row references.
+        with contextlib.suppress(OSError):
+            os.utime(path)
+
+    def read(self, digest: str) -> bytes:
+        """The object's bytes; :class:`MissingObjectError` when absent (not re-hashed)."""
+        path = self.path(digest)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise MissingObjectError(parse_digest(digest)) from None
+
+    def read_verified(self, digest: str) -> bytes:
+        """The object's bytes after checking they still hash to ``digest``."""
+        data = self.read(digest)
+        expected = parse_digest(digest)
+        actual = hex_of(data)
+        if actual != expected:
+            raise CorruptObjectError(expected, actual)
+        return data
+
+    def verify(self, digest: str) -> None:
+        """Re-hash one object: :class:`CorruptObjectError` or :class:`MissingObjectError`."""
+        self.read_verified(digest)
+
+    def __iter__(self) -> Iterator[str]:
+        """Every object's digest (temporary files and foreign names left out)."""
+        if not self.root.is_dir():
+            return
+        for fan in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if len(fan.name) != 2 or not _HEX.issuperset(fan.name) or not fan.is_dir():
+                continue
+            for entry in os.scandir(fan.path):
+                if len(entry.name) == 62 and _HEX.issuperset(entry.name):
+                    yield fan.name + entry.name
+
+    def temp_files(self) -> Iterator[Path]:
+        """Temporary files left by writers that stopped before renaming them."""
+        if not self.root.is_dir():
+            return
+        for fan in os.scandir(self.root):
+            if fan.is_dir():
+                for entry in os.scandir(fan.path):
+                    if entry.name.startswith(TEMP_PREFIX):
+                        yield Path(entry.path)
+
+    def remove(self, digest: str) -> None:
+        """Delete one object (gc only). A read-only file is removable: the directory decides."""
+        with contextlib.suppress(FileNotFoundError):
+            self.path(digest).unlink()

@@ -1,0 +1,182 @@
+"""Turning a manifest into what the store writes: blobs, a runs row, facts, metrics.
+
+Pure: no database, no files. Everything that can be wrong with a manifest is found here,
+before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from expdna.digest import hex_of
+from expdna.errors import InvalidInputError
+from expdna.manifest.dna import DNA_VERSION, compute_dna, short
+from expdna.manifest.model import Manifest
+from expdna.store.digests import ref
+from expdna.store.errors import DnaMismatchError
+from expdna.store.flatten import flatten
+from expdna.store.storeform import to_store_form
+
+#: Run ids the store accepts: what expdna writes and what other writers plausibly do; never
+#: a path separator, whitespace or a shell metacharacter.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+
+
+@dataclass(frozen=True)
+class BlobData:
+    digest: str
+    data: bytes
+    kind: str
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One manifest, checked and ready to write."""
+
+    run_id: str
+    dna: str
+    generated_at: datetime
+    source: str | None
+    #: digest of the store-form manifest (the first of ``blobs``)
+    manifest_digest: str
+    blobs: tuple[BlobData, ...]
+    row: dict[str, Any]
+    facts: frozenset[tuple[str, str]]
+    metrics: dict[str, float]
+
+
+def parse_time(value: str, what: str) -> datetime:
+    """ISO 8601 to naive UTC (the index stores UTC without a zone); naive input is UTC."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInputError(f"{what}: {value!r} is not an ISO 8601 date or time") from None
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _typed_columns(doc: dict[str, Any]) -> dict[str, str | None]:
+    code = doc.get("code") or {}
+    commit = next(
+        (repo["commit"] for repo in code.values()
+         if isinstance(repo, dict) and isinstance(repo.get("commit"), str)),
+        None,
+    )
+    hardware = doc.get("hardware") or {}
+    gpus = hardware.get("gpus") or []
+    gpu_model = hardware.get("gpu_model")
+    if gpu_model is None and gpus and isinstance(gpus[0], dict):
+        gpu_model = gpus[0].get("name")
+    return {
+        "commit": commit,
+        "algorithm": _text((doc.get("training") or {}).get("algorithm")),
+        "gpu_model": _text(gpu_model),
+        "driver_version": _text(hardware.get("driver_version")),
+        "cuda_version": _text(hardware.get("cuda_version")),
+        "nccl_version": _text(hardware.get("nccl_version")),
+        "python_version": _text((doc.get("environment") or {}).get("python_version")),
+    }
+
+
+def _with_checked_dna(doc: dict[str, Any], source: str) -> dict[str, Any]:
+    """``doc`` with its DNA: computed when absent, refused when it does not match."""
+    stored = doc.get("dna")
+    if stored is not None and stored.get("version") != DNA_VERSION:
+        raise DnaMismatchError(
+            f"{source}: DNA version {stored.get('version')!r} is not one this expdna can "
+            f"verify (it knows version {DNA_VERSION})"
+        )
+    computed = compute_dna(doc)
+    if stored is None:
+        return {**doc, "dna": computed.model_dump(mode="python")}
+    if stored.get("value") != computed.value or stored.get("sections") != computed.sections:
+        raise DnaMismatchError(
+            f"{source}: dna.value {short(str(stored.get('value')))} does not match the DNA "
+            f"of its content ({short(computed.value)}): the manifest was corrupted or edited"
+        )
+    return doc
+
+
+def _references(doc: dict[str, Any]) -> dict[str, str]:
+    """Digest references a caller may supply blobs for: 64 hex -> blob kind."""
+    found: dict[str, str] = {}
+    for dataset in (doc.get("data") or {}).get("datasets") or []:
+        digest = dataset.get("digest") if isinstance(dataset, dict) else None
+        if isinstance(digest, str) and digest.startswith("blake3:"):
+            found[digest[len("blake3:"):]] = "listing"
+    packages = (doc.get("environment") or {}).get("packages_digest")
+    if isinstance(packages, str) and packages.startswith("blake3:"):
+        found[packages[len("blake3:"):]] = "packages"
+    return found
+
+
+def prepare(
+    manifest: Manifest, *, source: str | None = None, attachments: Iterable[bytes] = ()
+) -> Prepared:
+    """Check ``manifest`` and build everything recording it writes.
+
+    ``attachments``: the data listings and package listing the manifest references by
+    digest (``data.datasets[].digest``, ``environment.packages_digest``), stored as blobs.
+    """
+    return prepare_doc(manifest.to_dict(), source=source, attachments=attachments)
+
+
+def prepare_doc(
+    doc: dict[str, Any], *, source: str | None = None, attachments: Iterable[bytes] = ()
+) -> Prepared:
+    """:func:`prepare` for a document as ``Manifest.to_dict()`` returns it."""
+    run_id = str(doc.get("run_id"))
+    where = source or f"run {run_id}"
+    if RUN_ID.fullmatch(run_id) is None:
+        raise InvalidInputError(
+            f"{where}: run id {run_id!r} is not usable (letters, digits, "
+            "'._:+-', at most 128 characters)"
+        )
+    doc = _with_checked_dna(doc, where)
+    generated_at = parse_time(str(doc.get("generated_at")), f"{where}: generated_at")
+    form = to_store_form(doc)
+    blobs = [BlobData(form.digest, form.data, "manifest")]
+    blobs += [BlobData(digest, data, "patch") for digest, data in form.patches.items()]
+    references = _references(doc)
+    for data in attachments:
+        digest = hex_of(data)
+        if digest not in references:
+            raise InvalidInputError(
+                f"{where}: attached blob {ref(digest)} is not referenced by the manifest "
+                "(data.datasets[].digest or environment.packages_digest)"
+            )
+        blobs.append(BlobData(digest, data, references[digest]))
+    facts, metrics = flatten(form.doc)
+    dna = doc["dna"]
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "dna": dna["value"],
+        "dna_version": dna["version"],
+        **{f"{name}_digest": digest for name, digest in dna["sections"].items()},
+        "schema_version": str(doc.get("schema_version")),
+        "generated_at": generated_at,
+        **_typed_columns(doc),
+    }
+    return Prepared(
+        run_id=run_id,
+        dna=dna["value"],
+        generated_at=generated_at,
+        source=source,
+        manifest_digest=form.digest,
+        blobs=tuple(blobs),
+        row=row,
+        facts=frozenset(facts),
+        metrics=metrics,
+    )

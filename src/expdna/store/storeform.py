@@ -1,0 +1,94 @@
+"""The store form of a manifest, and the self-contained file form rebuilt from it.
+
+In the store form, a patch whose inline text hashes to its ``digest`` has no ``text`` key:
+the text is the blob ``code.<repo>.patch.digest``, stored once however many runs carry
+it. A patch whose text does not hash to its digest (text cut to fit the 100 KB file cap)
+keeps its text inline. The store form is written as compact UTF-8 JSON in document order,
+so the same manifest always gives the same bytes and the same object.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from expdna.digest import hex_of
+from expdna.manifest.canonical import normalise
+from expdna.manifest.model import Manifest
+from expdna.store.digests import parse_digest, ref
+
+
+@dataclass(frozen=True)
+class StoreForm:
+    doc: dict[str, Any]
+    data: bytes
+    digest: str
+    #: 64-hex digest -> patch text bytes moved out of the document
+    patches: dict[str, bytes] = field(default_factory=dict)
+
+
+def dumps(doc: dict[str, Any]) -> bytes:
+    """Compact JSON in document order; non-finite floats as the DNA's marker strings."""
+    try:
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(normalise(doc), ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
+def _patches(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    code = doc.get("code")
+    if not isinstance(code, dict):
+        return []
+    found = []
+    for repo in code.values():
+        patch = repo.get("patch") if isinstance(repo, dict) else None
+        if isinstance(patch, dict):
+            found.append(patch)
+    return found
+
+
+def to_store_form(doc: dict[str, Any]) -> StoreForm:
+    """Move every patch text that hashes to its digest out of ``doc`` (a fresh dict)."""
+    patches: dict[str, bytes] = {}
+    code = doc.get("code")
+    if isinstance(code, dict) and code:
+        code = {name: dict(repo) if isinstance(repo, dict) else repo
+                for name, repo in code.items()}
+        doc = {**doc, "code": code}
+        for repo in code.values():
+            patch = repo.get("patch") if isinstance(repo, dict) else None
+            text = patch.get("text") if isinstance(patch, dict) else None
+            if not isinstance(patch, dict) or not isinstance(text, str):
+                continue
+            data = text.encode("utf-8")
+            hex_digest = hex_of(data)
+            if patch.get("digest") == ref(hex_digest):
+                patches[hex_digest] = data
+                repo["patch"] = {k: v for k, v in patch.items() if k != "text"}
+    data = dumps(doc)
+    return StoreForm(doc=doc, data=data, digest=hex_of(data), patches=patches)
+
+
+def moved_patches(doc: dict[str, Any]) -> list[str]:
+    """The 64-hex digests of the patch texts a store-form document references."""
+    found = []
+    for patch in _patches(doc):
+        if "text" not in patch and isinstance(patch.get("digest"), str):
+            found.append(parse_digest(patch["digest"]))
+    return found
+
+
+def to_file_form(doc: dict[str, Any], read: Callable[[str], bytes]) -> dict[str, Any]:
+    """The self-contained document: moved patch texts back inline, in the model's key order.
+
+    ``read`` returns a blob's bytes by 64-hex digest. The result equals
+    ``manifest.to_dict()`` of the manifest that was recorded.
+    """
+    doc = json.loads(json.dumps(doc))
+    for patch in _patches(doc):
+        if "text" not in patch and isinstance(patch.get("digest"), str):
+            patch["text"] = read(parse_digest(patch["digest"])).decode("utf-8")
+    return Manifest.model_validate(doc).to_dict()

@@ -1,0 +1,109 @@
+"""Many recorders at once lose nothing and duplicate nothing; a recorder killed with
+SIGKILL at any point leaves a store that fsck calls consistent. (PostgreSQL runs the same
+concurrency check in test_store_postgres.py.)"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from expdna.store import Store
+from expdna.store.queries import named_filter
+from tests.unit.test_store_factory import synthetic
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _record_indices(job: tuple[str, str | None, list[int]]) -> int:
+    """One recorder process: its runs in batches of 7, each batch one transaction."""
+    root, url, indices = job
+    with Store.open(root, url) as store:
+        for start in range(0, len(indices), 7):
+            chunk = indices[start:start + 7]
+            store.record_many([synthetic(i, setup=i // 2) for i in chunk])
+    return len(indices)
+
+
+def record_concurrently(root: Path, url: str | None, *, processes: int = 4, per: int = 50,
+                        overlap: int = 15) -> None:
+    """``processes`` recorders of ``per`` runs each, neighbours sharing ``overlap`` runs;
+    then check that every run is recorded exactly once and the store is consistent."""
+    step = per - overlap
+    jobs = []
+    for k in range(processes):
+        indices = list(range(k * step, k * step + per))
+        if k % 2:
+            indices.reverse()  # meet the neighbours' shared runs from the other end
+        jobs.append((str(root), url, indices))
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(processes) as pool:
+        assert pool.map(_record_indices, jobs) == [per] * processes
+    expected = sorted(synthetic(i).run_id for i in range((processes - 1) * step + per))
+    with Store.open(root, url) as store:
+        recorded = [r.run_id for r in store.runs()]
+        assert sorted(recorded) == expected  # nothing lost, nothing twice
+        everywhere = store.find(named_filter("gpu", "NVIDIA H100 80GB HBM3"))
+        assert len(everywhere) == len(expected)
+        report = store.fsck()
+    assert report.ok, report.problems
+    assert report.unreferenced == 0 and report.objects == len(expected) + 1  # + one patch
+
+
+@pytest.mark.slow
+def test_concurrent_recorders_on_sqlite(tmp_path: Path) -> None:
+    # the store does not exist yet: the recorders also race to create it and its schema
+    record_concurrently(tmp_path / "store", None)
+
+
+_KILLED_RECORDER = """
+import itertools, sys
+from expdna.store import Store
+from tests.unit.test_store_factory import synthetic
+first, span = int(sys.argv[1]), int(sys.argv[2])
+with Store.open(sys.argv[3]) as store:
+    print("ready", flush=True)
+    for start in itertools.count(first, 25):  # until killed, over and over the same span
+        batch = [(start + k) % span for k in range(25)]
+        store.record_many([synthetic(i, setup=i // 2) for i in batch])
+"""
+SPAN = 1500
+
+
+@pytest.mark.slow
+def test_a_recorder_killed_at_random_points_leaves_a_consistent_store(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    Store.open(root).close()
+    seed = int(os.environ.get("EXPDNA_KILL_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    for trial in range(5):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _KILLED_RECORDER, str(trial * 350), str(SPAN), str(root)],
+            cwd=REPO, stdout=subprocess.PIPE, text=True,
+        )
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready", f"seed {seed}"
+        time.sleep(rng.uniform(0.05, 0.8))
+        assert child.poll() is None, f"seed {seed}: the recorder stopped by itself"
+        child.send_signal(signal.SIGKILL)
+        child.communicate()
+        with Store.open(root) as store:
+            report = store.fsck()
+            assert report.ok, f"seed {seed}, trial {trial}: {report.problems}"
+    with Store.open(root) as store:
+        before = {r.run_id for r in store.runs()}
+        store.record_many([synthetic(i, setup=i // 2) for i in range(SPAN)], batch_size=250)
+        after = [r.run_id for r in store.runs()]
+        assert sorted(after) == sorted(synthetic(i).run_id for i in range(SPAN))
+        assert before <= set(after)
+        store.gc(grace_s=0)
+        report = store.fsck()
+        assert report.ok and report.unreferenced == 0 and report.temp_files == 0
+        assert report.objects == SPAN + 1

@@ -1,0 +1,157 @@
+"""The store with a shared PostgreSQL index: revisions, models vs migrations, recording,
+queries and concurrent recorders, on the real server (127.0.0.1:5432, trust auth).
+
+One throwaway database per test session, dropped at the end; each test starts from an
+empty ``public`` schema. When the server is down these tests fail in CI (``CI=true``) and
+are skipped, saying why, elsewhere.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from expdna.store import Store
+from expdna.store.errors import IndexRevisionError, IndexUnavailableError
+from expdna.store.index import open_index
+from expdna.store.migrate import HEAD, alembic_config, current_revision, upgrade
+from expdna.store.models import Base
+from expdna.store.queries import named_filter
+from tests.integration.test_store_concurrency import record_concurrently
+from tests.unit.test_store_factory import VBIOS, synthetic
+
+pytestmark = pytest.mark.postgres
+
+HOST = "127.0.0.1"
+PORT = 5432
+
+
+def _admin() -> tuple[Any, str]:
+    import psycopg
+
+    errors = []
+    for user in dict.fromkeys(("postgres", getpass.getuser())):
+        try:
+            conn = psycopg.connect(host=HOST, port=PORT, dbname="postgres", user=user,
+                                   autocommit=True, connect_timeout=5)
+            return conn, user
+        except psycopg.OperationalError as exc:
+            errors.append(f"{user}: {str(exc).strip().splitlines()[0]}")
+    reason = f"PostgreSQL at {HOST}:{PORT} unreachable ({'; '.join(errors)})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason + "; start it (.ci/run does) to run these tests")
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A throwaway database for this session; its URL (psycopg 3)."""
+    admin, user = _admin()
+    name = f"expdna_test_{secrets.token_hex(6)}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://{user}@{HOST}:{PORT}/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """The session database with an empty public schema."""
+    import psycopg
+
+    plain = pg_database.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    return pg_database
+
+
+@pytest.fixture
+def pg_store(pg_url: str, tmp_path: Path) -> Iterator[Store]:
+    index = open_index(tmp_path, pg_url)
+    upgrade(index)
+    index.dispose()
+    store = Store.open(tmp_path / "shared", pg_url)
+    yield store
+    store.close()
+
+
+def test_an_empty_postgres_index_names_the_upgrade_command(pg_url: str, tmp_path: Path) -> None:
+    with pytest.raises(IndexRevisionError, match="db upgrade") as caught:
+        Store.open(tmp_path, pg_url)
+    assert caught.value.exit_code == 2
+    index = open_index(tmp_path, pg_url)
+    assert upgrade(index) == (None, HEAD)
+    assert upgrade(index) == (HEAD, HEAD)
+    with index.read() as conn:
+        assert current_revision(conn) == HEAD
+    index.dispose()
+    Store.open(tmp_path, pg_url).close()
+
+
+def test_a_downgraded_postgres_index_names_the_upgrade_command(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from alembic import command
+
+    index = open_index(tmp_path, pg_url)
+    upgrade(index)
+    with index.write() as conn:
+        command.downgrade(alembic_config(conn), "base")
+        assert current_revision(conn) is None
+    index.dispose()
+    with pytest.raises(IndexRevisionError, match=r"expdna .*db upgrade"):
+        Store.open(tmp_path, pg_url)
+
+
+def test_models_and_migrations_agree_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    index = open_index(tmp_path, pg_url)
+    upgrade(index)
+    with index.engine.connect() as conn:
+        assert compare_metadata(MigrationContext.configure(conn), Base.metadata) == []
+        command.check(alembic_config(conn))
+    index.dispose()
+
+
+def test_a_plain_postgresql_url_gets_psycopg3(pg_url: str, tmp_path: Path) -> None:
+    index = open_index(tmp_path, pg_url.replace("postgresql+psycopg://", "postgresql://"))
+    assert index.url.drivername == "postgresql+psycopg"
+    index.dispose()
+
+
+def test_an_unreachable_server_is_one_error_line(tmp_path: Path) -> None:
+    with pytest.raises(IndexUnavailableError, match=r"127\.0\.0\.1:1") as caught:
+        Store.open(tmp_path, "postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
+    assert "\n" not in str(caught.value)
+
+
+def test_record_and_query_on_postgres(pg_store: Store) -> None:
+    manifests = [synthetic(i, setup=i // 2, vbios=VBIOS if i % 4 == 0 else "x")
+                 for i in range(30)]
+    results = pg_store.record_many(manifests, batch_size=8)
+    assert {r.status for r in results} == {"recorded"}
+    assert {r.status for r in pg_store.record_many(manifests)} == {"skipped"}
+    assert len(pg_store.find(named_filter("vbios", VBIOS))) == 8
+    assert len(pg_store.twins(manifests[3].run_id)) == 2
+    run = pg_store.runs(limit=1)[0]
+    assert pg_store.get(run.dna[:6]).dna == run.dna
+    manifest = next(m for m in manifests if m.run_id == run.run_id)
+    assert pg_store.load(run.run_id) == manifest
+    assert pg_store.fsck().ok
+
+
+def test_concurrent_recorders_on_postgres(pg_store: Store, tmp_path: Path) -> None:
+    url = pg_store.index.url.render_as_string(hide_password=False)
+    record_concurrently(tmp_path / "team", url)
