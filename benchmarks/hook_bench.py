@@ -1,0 +1,204 @@
+"""What the training hook adds to a training start, next to ``ray.init`` itself.
+
+Measured the way a training script runs: torch imported, ``expdna.start()`` before
+``ray.init``, ``add_runtime()`` after it (the first call, cold), then warm repeats of both
+with Ray up. Once on a one-node local Ray, once on a real two-node
+``ray.cluster_utils.Cluster`` on this machine, where the first ``add_runtime()`` includes
+starting the worker node's probe task (a fresh Ray worker process).
+
+    python benchmarks/hook_bench.py [--repeat 5] [--skip-cluster] [--project DIR]
+
+The training project is a fresh git repository holding a small training script with an
+uncommitted edit (a typical checkout); ``--project DIR`` measures a real one instead (its
+``train.py``, or any file in it, stands for the script).
+
+Targets (issue "Training integration"): under 150 ms on one node, under 1 s for the
+two-node fingerprint including the per-node tasks' first start. Figures move on a shared
+machine: compare the ratios to ``ray.init``, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.pop("EXPDNA_STORE", None)
+
+import ray
+import torch
+
+import expdna
+
+#: The training script the hook finds its project from (set in main).
+SCRIPT: list[Path | None] = [None]
+ONE_NODE_TARGET_MS = 150.0
+TWO_NODE_TARGET_MS = 1000.0
+
+
+TRAIN_PY = "\n".join(
+    [
+        "import argparse",
+        "import torch",
+        "",
+        "def main() -> None:",
+        "    parser = argparse.ArgumentParser()",
+        "    parser.add_argument('--lr', type=float, default=0.1)",
+        "    args = parser.parse_args()",
+    ]
+    + [f"    layer_{i} = torch.nn.Linear({i + 1}, {i + 2})  # model part {i}" for i in range(80)]
+) + "\n"
+
+
+def typical_project(root: Path) -> Path:
+    """A git repository with one training script, committed, then edited (dirty)."""
+    repo = root / "project"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}
+    script = repo / "train.py"
+    script.write_text(TRAIN_PY)
+    for argv in (["init", "-q"], ["add", "train.py"], ["commit", "-q", "-m", "train"]):
+        subprocess.run(["git", "-C", str(repo), *argv], env=env, check=True)
+    script.write_text(TRAIN_PY.replace("default=0.1", "default=0.05"))
+    return script
+
+
+def ms(fn: Callable[[], Any]) -> tuple[float, Any]:
+    began = time.perf_counter()
+    result = fn()
+    return (time.perf_counter() - began) * 1000, result
+
+
+def begin(output_dir: Path) -> Any:
+    return expdna.start({"lr": 0.1}, output_dir=output_dir, caller_file=SCRIPT[0])
+
+
+def hook(output_dir: Path) -> tuple[float, float]:
+    start_ms, handle = ms(lambda: begin(output_dir))
+    assert handle is not None
+    runtime_ms, _ = ms(handle.add_runtime)
+    if handle.warnings:
+        print(f"  warnings: {handle.warnings}")
+    return start_ms, runtime_ms
+
+
+def measure(name: str, init: Callable[[], Any], repeat: int, target_ms: float) -> bool:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        start_ms, handle = ms(lambda: begin(out))
+        assert handle is not None
+        init_ms, _ = ms(init)
+        runtime_ms, _ = ms(handle.add_runtime)
+        assert handle.manifest is not None
+        mode = handle.manifest.runtime.mode
+        count = handle.manifest.runtime.node_count
+        prints = sum(1 for n in handle.manifest.runtime.nodes
+                     if (n.model_extra or {}).get("fingerprint"))
+        if handle.warnings:
+            print(f"  warnings: {handle.warnings}")
+        warm = [hook(out) for _ in range(repeat)]
+    cold = start_ms + runtime_ms
+    warm_total = statistics.median(s + r for s, r in warm)
+    ok = cold < target_ms
+    print(f"{name}: {mode}, {count} node(s), {prints} fingerprint(s)")
+    print(f"  ray.init                         {init_ms:9.1f} ms")
+    print(f"  start() before ray.init          {start_ms:9.1f} ms")
+    print(f"  add_runtime() after it (cold)    {runtime_ms:9.1f} ms")
+    print(f"  hook total, cold                 {cold:9.1f} ms  = {cold / init_ms:6.1%} of ray.init"
+          f"   target < {target_ms:.0f} ms: {'ok' if ok else 'MISSED'}")
+    print(f"  hook total, warm (median of {repeat})  {warm_total:9.1f} ms"
+          f"  (start {statistics.median(s for s, _ in warm):.1f}"
+          f" + add_runtime {statistics.median(r for _, r in warm):.1f})")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--skip-cluster", action="store_true")
+    parser.add_argument("--project", type=Path, help="measure in this checkout instead")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.ERROR)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.project is None:
+            SCRIPT[0] = typical_project(Path(tmp))
+        else:
+            found = args.project.resolve() / "train.py"
+            SCRIPT[0] = found if found.exists() else next(args.project.resolve().iterdir())
+        assert SCRIPT[0] is not None
+        os.chdir(SCRIPT[0].parent)
+        print(f"python {sys.version.split()[0]}, ray {ray.__version__}, "
+              f"torch {torch.__version__}, {os.cpu_count()} CPUs, project {SCRIPT[0].parent}")
+        return run(args)
+
+
+@contextlib.contextmanager
+def two_nodes() -> Iterator[Any]:
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def _noop() -> None:
+    return None
+
+
+def ray_first_task_ms() -> float:
+    """Ray's own cost: the first no-op task pinned to the worker node of a fresh cluster."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    with two_nodes() as cluster:
+        ray.init(address=cluster.address, log_to_driver=False)
+        worker = next(n for n in cluster.list_all_nodes() if not n.head)
+        task = ray.remote(num_cpus=0)(_noop).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=worker.node_id,
+                                                               soft=False))
+        elapsed, _ = ms(lambda: ray.get(task.remote()))
+    return elapsed
+
+
+def run(args: argparse.Namespace) -> int:
+    results = []
+    try:
+        results.append(measure(
+            # address="local": a fresh instance, even if another Ray runs on this machine
+            "one node", lambda: ray.init(address="local", num_cpus=1,
+                                         include_dashboard=False, log_to_driver=False),
+            args.repeat, ONE_NODE_TARGET_MS,
+        ))
+    finally:
+        ray.shutdown()
+    if not args.skip_cluster:
+        with two_nodes() as cluster:
+            results.append(measure(
+                "two nodes (Cluster)",
+                lambda: ray.init(address=cluster.address, log_to_driver=False),
+                args.repeat, TWO_NODE_TARGET_MS,
+            ))
+        baseline = ray_first_task_ms()
+        print(f"  baseline: Ray's first no-op task on a fresh worker node {baseline:9.1f} ms"
+              " (another fresh cluster; the cold add_runtime above includes this)")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

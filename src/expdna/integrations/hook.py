@@ -1,0 +1,304 @@
+"""The training hook: ``start`` before ``ray.init``, ``add_runtime`` after it, ``finish``.
+
+::
+
+    args = parser.parse_args()
+    run = expdna.start(args, output_dir=args.output_dir, data=[args.data])
+    ray.init()
+    run.add_runtime()          # topology + per-node fingerprints; writes the manifest
+    ...train...
+    run.finish(metrics={"val_loss": val_loss})
+
+Nothing here raises into the training code and nothing waits past its deadline: a
+collector that hangs, an output directory that cannot be written, a store that is down,
+Ray shut down between the phases, a node that dies while it is probed, each becomes one
+``logging`` warning (kept in :attr:`RunHandle.warnings`, and in the manifest's
+``collection`` when it concerns what was collected), and training goes on. Call it in one
+process per run (the Ray driver, or rank 0 of a ``torchrun`` job): every caller writes a
+manifest of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
+from expdna.digest import ALGORITHM, file_hex
+from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
+from expdna.integrations.recording import StoreLink, guarded, write_file
+from expdna.manifest.model import Manifest
+from expdna.manifest.redact import redact_text, redact_tree
+
+log = logging.getLogger(__name__)
+
+#: Hashing a checkpoint of many GB takes a while; still bounded, so a dead mount cannot hang.
+PIN_DEADLINE_S = 600.0
+
+# Frames of these modules are the hook itself, not the training script that called it.
+_OWN_MODULES = ("expdna", "contextlib")
+
+
+def _caller_file() -> str | None:
+    """``__file__`` of the nearest caller outside expdna: the training script."""
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if module.split(".", 1)[0] not in _OWN_MODULES:
+            found = frame.f_globals.get("__file__")
+            return str(found) if found else None
+        frame = frame.f_back
+    return None
+
+
+@dataclass
+class RunHandle:
+    """One training run being recorded. Every method returns quietly; see the module doc.
+
+    ``manifest`` is ``None`` only for the inert handle :func:`track` yields when
+    collection was impossible; then the methods do nothing and ``dna`` is ``None``.
+    """
+
+    manifest: Manifest | None
+    output_dir: Path | None = None
+    deadline_s: float = DEFAULT_DEADLINE_S
+    store: StoreLink = field(default_factory=StoreLink)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    path: Path | None = None
+    _registry: Registry | None = field(default=None, repr=False)
+    _reuse_hardware: bool = field(default=False, repr=False)
+    _recorded: bool = field(default=False, repr=False)
+
+    @property
+    def dna(self) -> str | None:
+        """The 64-hex DNA, as of the last phase (``add_runtime`` adds the topology)."""
+        return self.manifest.dna.value if self.manifest and self.manifest.dna else None
+
+    @property
+    def run_id(self) -> str | None:
+        return self.manifest.run_id if self.manifest else None
+
+    def _warn(self, message: str) -> None:
+        log.warning("expdna: %s", message)
+        self.warnings.append(message)
+
+    def add_runtime(self) -> RunHandle:
+        """Add the Ray topology and per-node fingerprints; write the manifest; record it."""
+        if self.manifest is None:
+            return self
+        from expdna.integrations.topology import FINGERPRINTS, with_note, with_runtime
+
+        current = self.manifest
+        # Two phases of at most one deadline each: the runtime collector, then the probes.
+        updated, warning = guarded(
+            "adding the runtime",
+            lambda: with_runtime(
+                current, registry=self._registry, deadline_s=self.deadline_s,
+                reuse_hardware=self._reuse_hardware,
+            ),
+            2 * self.deadline_s + 1.0,
+        )
+        if updated is not None:
+            self.manifest = updated
+            status = updated.collection.collectors.get(FINGERPRINTS)
+            for message in status.warnings if status else []:
+                self._warn(f"node fingerprints: {message}")
+        else:
+            assert warning is not None
+            self._warn(warning)
+            self.manifest = with_note(current, FINGERPRINTS, "failed", [warning])
+        self._save()
+        return self
+
+    def _save(self) -> None:
+        """Write the file (when there is an output dir) and record the run once in the store."""
+        assert self.manifest is not None
+        if self.output_dir is not None:
+            path, warning = write_file(self.manifest, self.output_dir, self.deadline_s)
+            if warning:
+                self._warn(warning)
+            else:
+                self.path = path
+        if not self._recorded and self.store.configured:
+            warning = self.store.record(self.manifest)
+            if warning:
+                self._warn(warning)
+            else:
+                self._recorded = True
+
+    def log_final(self, **metrics: Any) -> None:
+        """Set final metrics (recorded by :meth:`finish`)."""
+        self.metrics.update(metrics)
+
+    def finish(self, metrics: Mapping[str, Any] | None = None) -> RunHandle:
+        """Record the final metrics (outside the DNA): rewrite the file, tell the store."""
+        if self.manifest is None:
+            return self
+        if metrics:
+            self.metrics.update(metrics)
+        try:
+            values, _ = redact_tree({str(k): plain(v) for k, v in self.metrics.items()},
+                                    "metrics")
+            doc = self.manifest.to_dict()
+            doc["metrics"] = {**doc.get("metrics", {}), **values}
+            self.manifest = Manifest.model_validate(doc)
+        except Exception as exc:  # a metric pydantic refuses must not cost the manifest
+            self._warn(f"metrics not recorded: {type(exc).__name__}: {exc}")
+        already = self._recorded
+        self._save()
+        if already and self.metrics and self.store.configured:
+            warning = self.store.record_metrics(self.manifest.run_id, self.manifest.metrics)
+            if warning:
+                self._warn(warning)
+        self.store.close()
+        return self
+
+    def pin(self, path: str | os.PathLike[str], name: str | None = None) -> str | None:
+        """Pin a checkpoint's content digest to this run; returns ``blake3:<hex>`` or ``None``.
+
+        The digest is the file's BLAKE3, so a renamed or copied checkpoint still names the
+        run (``expdna which``). Recorded in the store when it supports pins.
+        """
+        if self.manifest is None:
+            return None
+        target = Path(path)
+        found, warning = guarded(
+            f"pinning {target.name}", lambda: (file_hex(target), target.stat().st_size),
+            max(self.deadline_s, PIN_DEADLINE_S),
+        )
+        if found is None:
+            self._warn(warning or f"pinning {target}: no digest")
+            return None
+        digest, size = found
+        ref = f"{ALGORITHM}:{digest}"
+        warning = self.store.pin(
+            self.manifest.run_id, ref, name=name or target.name,
+            path=redact_text(str(target.resolve())), size=size,
+        )
+        if warning:
+            self._warn(warning)
+        return ref
+
+
+def start(
+    args: Any = None,
+    *,
+    output_dir: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    data: Iterable[str | os.PathLike[str]] = (),
+    store: Any = None,
+    index_url: str | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    dna_ignore: Sequence[str] = (),
+    collectors: Iterable[str] | None = None,
+    registry: Registry | None = None,
+    caller_file: str | os.PathLike[str] | None = None,
+) -> RunHandle | None:
+    """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
+
+    ``args`` is the parsed configuration (``argparse.Namespace``, dict, dataclass, pydantic
+    model); ``None`` records the arguments parsed from ``sys.argv``. The manifest is written
+    to ``<output_dir>/manifest_<run_id>.json`` by :meth:`RunHandle.add_runtime` (or
+    :meth:`RunHandle.finish`) and recorded in ``store`` (a store directory or a ``Store``;
+    default ``$EXPDNA_STORE``, index ``$EXPDNA_INDEX_URL``). Never raises: returns ``None``
+    with one warning when no manifest can be collected at all.
+    """
+    try:
+        notes: list[str] = []
+        if not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
+            notes.append(f"deadline_s={deadline_s!r} is not a positive number of seconds; "
+                         f"using {DEFAULT_DEADLINE_S:g}")
+            deadline_s = DEFAULT_DEADLINE_S
+        resolved = None
+        if args is not None:
+            try:
+                resolved = resolved_args(args)
+            except UnsupportedArgs as exc:
+                notes.append(f"{exc}; recording the arguments parsed from sys.argv")
+        link = StoreLink.resolve(store, index_url)
+        if output_dir is None and not link.configured:
+            notes.append("no output_dir and no store: this run's manifest will not be saved")
+        from expdna.api import collect
+
+        manifest = collect(
+            list(getattr(sys, "argv", [])),
+            repos=repos,
+            data=data,
+            caller_file=caller_file if caller_file is not None else _caller_file(),
+            collectors=collectors,
+            registry=registry,
+            deadline_s=deadline_s,
+            dna_ignore=dna_ignore,
+            resolved_args=resolved,
+        )
+    except Exception as exc:  # the one promise: training goes on without a manifest
+        log.warning("expdna: no manifest for this run: %s: %s", type(exc).__name__, exc)
+        return None
+    handle = RunHandle(
+        manifest=manifest,
+        output_dir=Path(output_dir) if output_dir is not None else None,
+        deadline_s=float(deadline_s),
+        store=link,
+        _registry=registry,
+        _reuse_hardware=registry is None and collectors is None,
+    )
+    for note in notes:
+        handle._warn(note)
+    return handle
+
+
+class Tracking:
+    """The context manager :func:`track` returns."""
+
+    def __init__(self, begin: Callable[[], RunHandle | None]) -> None:
+        self._begin = begin
+        self.run: RunHandle | None = None
+
+    def __enter__(self) -> RunHandle:
+        handle = self._begin()
+        self.run = handle if handle is not None else RunHandle(manifest=None)
+        self.run.add_runtime()
+        return self.run
+
+    def __exit__(self, *exc_info: object) -> None:
+        # Returning None lets the training code's own exception pass through unchanged.
+        if self.run is not None:
+            self.run.finish()
+
+
+def track(
+    args: Any = None,
+    *,
+    output_dir: str | os.PathLike[str] | None = None,
+    repos: Iterable[str | os.PathLike[str]] = (),
+    data: Iterable[str | os.PathLike[str]] = (),
+    store: Any = None,
+    index_url: str | None = None,
+    deadline_s: float = DEFAULT_DEADLINE_S,
+    dna_ignore: Sequence[str] = (),
+    collectors: Iterable[str] | None = None,
+    registry: Registry | None = None,
+    caller_file: str | os.PathLike[str] | None = None,
+) -> Tracking:
+    """Record a single-process run: ``with expdna.track(args, output_dir=...) as run:``.
+
+    Entering runs :func:`start` and :meth:`RunHandle.add_runtime`, leaving runs
+    :meth:`RunHandle.finish`. It yields a :class:`RunHandle` (an inert one when collection
+    was impossible, so the body never needs a check). Set metrics with
+    ``run.log_final(val_loss=...)`` or ``run.metrics[...]``. Exceptions of the training code
+    pass through unchanged; the manifest is written and the metrics set so far recorded.
+    """
+    caller = caller_file if caller_file is not None else _caller_file()
+    return Tracking(functools.partial(
+        start, args, output_dir=output_dir, repos=repos, data=data, store=store,
+        index_url=index_url, deadline_s=deadline_s, dna_ignore=dna_ignore,
+        collectors=collectors, registry=registry, caller_file=caller,
+    ))

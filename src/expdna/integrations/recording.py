@@ -1,0 +1,158 @@
+"""Where a training run's manifest goes: its output file and the store.
+
+Every operation here runs under a deadline in a daemon thread and turns any failure into
+a warning string: a full disk, an unwritable directory, a stalled NFS mount or a database
+that is down must never stop or hang the training that called the hook. A call that misses
+its deadline is abandoned; a daemon thread cannot keep the interpreter alive, and the
+store writes blobs before its index row, so an abandoned record leaves at worst an
+unreferenced blob.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from expdna.manifest.io import write_manifest
+from expdna.manifest.model import Manifest
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Opening a store may run its migrations the first time: give it longer than a collector.
+STORE_DEADLINE_S = 15.0
+STORE_ENV = "EXPDNA_STORE"
+INDEX_URL_ENV = "EXPDNA_INDEX_URL"
+
+
+class Missed(Exception):
+    """The guarded call did not answer within its deadline."""
+
+
+def guarded(what: str, fn: Callable[[], T], deadline_s: float) -> tuple[T | None, str | None]:
+    """``(result, None)``, or ``(None, warning)`` when ``fn`` raised or missed the deadline."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = fn()
+        except Exception as exc:  # any failure of the hook's own I/O becomes a warning
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name=f"expdna-{what}", daemon=True)
+    thread.start()
+    thread.join(deadline_s)
+    if thread.is_alive():
+        return None, f"{what}: no answer within {deadline_s:g} s; abandoned"
+    if "error" in box:
+        exc = box["error"]
+        log.debug("%s failed", what, exc_info=exc)
+        return None, f"{what}: {type(exc).__name__}: {exc}"
+    return box["result"], None
+
+
+def manifest_path(output_dir: Path, manifest: Manifest) -> Path:
+    return output_dir / f"manifest_{manifest.run_id}.json"
+
+
+def write_file(
+    manifest: Manifest, output_dir: Path, deadline_s: float
+) -> tuple[Path | None, str | None]:
+    """Write ``<output_dir>/manifest_<run_id>.json`` atomically (the directory is created)."""
+
+    def write() -> Path:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        return write_manifest(manifest, manifest_path(output_dir, manifest))
+
+    return guarded("writing the manifest", write, deadline_s)
+
+
+@dataclass
+class StoreLink:
+    """The store a run is recorded in, opened on first use and kept for the run.
+
+    ``target`` is a store directory, an object with the store's methods (``record``, and
+    later ``record_metrics`` and ``pin``), or ``None`` for ``$EXPDNA_STORE``; without
+    either, nothing is recorded and nothing is said.
+    """
+
+    target: Any = None
+    index_url: str | None = None
+    deadline_s: float = STORE_DEADLINE_S
+    _store: Any = field(default=None, init=False, repr=False)
+    _failed: bool = field(default=False, init=False, repr=False)
+
+    @classmethod
+    def resolve(
+        cls, target: Any, index_url: str | None, environ: Mapping[str, str] | None = None
+    ) -> StoreLink:
+        env = os.environ if environ is None else environ
+        if target is None:
+            target = env.get(STORE_ENV) or None
+        if index_url is None:
+            index_url = env.get(INDEX_URL_ENV) or None
+        return cls(target=target, index_url=index_url)
+
+    @property
+    def configured(self) -> bool:
+        return self.target is not None
+
+    def _open(self) -> Any:
+        if self._store is not None:
+            return self._store
+        if not isinstance(self.target, (str, os.PathLike)):
+            self._store = self.target  # a Store the caller opened
+            return self._store
+        # The store brings SQLAlchemy: imported only when a run is recorded in one.
+        store_module: Any = importlib.import_module("expdna.store")
+        self._store = store_module.Store.open(Path(self.target), self.index_url)
+        return self._store
+
+    def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> str | None:
+        """Call ``store.<method>(...)``; a warning when the store lacks it or it failed."""
+        if not self.configured:
+            return None
+        if self._failed:
+            log.debug("%s: skipped, the store could not be opened (warned already)", what)
+            return None
+
+        def call() -> Any:
+            store = self._open()
+            fn = getattr(store, method, None)
+            if not callable(fn):
+                raise NotImplementedError(f"this store has no {method}()")
+            return fn(*args, **kwargs)
+
+        _, warning = guarded(what, call, self.deadline_s)
+        if warning is not None and self._store is None:
+            self._failed = True  # do not wait on a dead store once per phase
+        return warning
+
+    def record(self, manifest: Manifest) -> str | None:
+        return self._call("recording the run in the store", "record", manifest)
+
+    def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str | None:
+        return self._call(
+            "recording metrics in the store", "record_metrics", run_id, dict(metrics)
+        )
+
+    def pin(self, run_id: str, digest: str, *, name: str, path: str, size: int) -> str | None:
+        """``store.pin(run_id=, digest=, name=, path=, size=)``, the columns of its pins table."""
+        if not self.configured:
+            return "pin: no store configured (store= or $EXPDNA_STORE); the pin was not recorded"
+        return self._call(
+            "pinning the checkpoint", "pin", run_id=run_id, digest=digest, name=name,
+            path=path, size=size,
+        )
+
+    def close(self) -> None:
+        close = getattr(self._store, "close", None)
+        if callable(close) and isinstance(self.target, (str, os.PathLike)):
+            guarded("closing the store", close, self.deadline_s)

@@ -1,0 +1,95 @@
+"""The second phase of the hook: the run's Ray topology and its nodes' fingerprints.
+
+Called after ``ray.init``. The ``runtime`` collector describes the layout (mode, node
+count, each alive node's role and resources); on Ray, every node then gets the hardware
+fingerprint from :mod:`expdna.integrations.ray_nodes`, and the DNA is recomputed, because
+the runtime section's identity includes the fingerprints.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from expdna.api import collect
+from expdna.collectors import Registry, default_registry
+from expdna.integrations.ray_nodes import SUMMARY_FIELDS, fingerprint_nodes, node_hardware
+from expdna.manifest.dna import compute_dna
+from expdna.manifest.model import Manifest
+
+FINGERPRINTS = "node_fingerprints"
+_RAY_MODES = ("single_node_ray", "multi_node_ray")
+
+
+def hardware_collectors(registry: Registry) -> list[str]:
+    return [c.name for c in registry.collectors.values() if c.section == "hardware"]
+
+
+def _reusable_local(manifest: Manifest, reusable: bool) -> dict[str, Any] | None:
+    """The driver's node fingerprint taken from the first phase, when it is the same value.
+
+    It is when the first phase ran the default hardware collectors, all answered, and no
+    device mask shaped what they saw: the node probe computes exactly this digest then.
+    """
+    if not reusable or manifest.dna is None:
+        return None
+    if any(k.endswith("_VISIBLE_DEVICES") for k in os.environ):
+        return None
+    statuses = manifest.collection.collectors
+    names = hardware_collectors(default_registry(plugins=False))
+    if not all(n in statuses and statuses[n].status == "ok" for n in names):
+        return None
+    hardware = manifest.hardware.model_dump(mode="python")
+    return {
+        "fingerprint": f"blake3:{manifest.dna.sections['hardware']}",
+        "hardware": {k: hardware[k] for k in SUMMARY_FIELDS if hardware.get(k) is not None},
+        "warnings": [],
+    }
+
+
+def with_runtime(
+    manifest: Manifest,
+    *,
+    registry: Registry | None,
+    deadline_s: float,
+    reuse_hardware: bool,
+) -> Manifest:
+    """``manifest`` with its runtime section collected now and its DNA recomputed."""
+    if registry is None or "runtime" not in registry.collectors:
+        registry = default_registry()
+    found = collect(collectors=["runtime"], registry=registry, deadline_s=deadline_s)
+    doc = manifest.to_dict()
+    doc["runtime"] = found.to_dict()["runtime"]
+    collection = doc["collection"]
+    collection["collectors"]["runtime"] = found.collection.collectors["runtime"].model_dump()
+    collection["redacted"] = sorted(
+        {p for p in collection.get("redacted", []) if not p.startswith("runtime.")}
+        | {p for p in found.collection.redacted if p.startswith("runtime.")}
+    )
+    runtime = doc["runtime"]
+    ray = sys.modules.get("ray")
+    if runtime.get("mode") in _RAY_MODES and ray is not None:
+        nodes = [n for n in runtime.get("nodes") or [] if isinstance(n.get("node_id"), str)]
+        local = _reusable_local(manifest, reuse_hardware)
+        if local is None:
+            local = node_hardware(deadline_s)
+        prints = fingerprint_nodes(
+            ray, [n["node_id"] for n in nodes], deadline_s=deadline_s, local=local
+        )
+        for node in nodes:
+            result = prints.nodes.get(node["node_id"])
+            if result is not None:
+                node["fingerprint"] = result["fingerprint"]
+                node["hardware"] = result["hardware"]
+        collection["collectors"][FINGERPRINTS] = prints.record()
+    updated = Manifest.model_validate(doc)
+    updated.dna = compute_dna(updated)
+    return updated
+
+
+def with_note(manifest: Manifest, name: str, status: str, warnings: list[str]) -> Manifest:
+    """``manifest`` with one more ``collection.collectors`` entry (outside the DNA)."""
+    doc = manifest.to_dict()
+    doc["collection"]["collectors"][name] = {"status": status, "warnings": warnings}
+    return Manifest.model_validate(doc)

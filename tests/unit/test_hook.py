@@ -1,0 +1,389 @@
+"""The training hook: what it records, and that nothing inside it reaches the training code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from blake3 import blake3
+
+import expdna
+from expdna.collectors import CollectContext, Collector, default_registry
+from expdna.integrations import RunHandle, start, track
+from expdna.integrations.recording import guarded
+from expdna.manifest import compute_dna, load_manifest
+from tests.conftest import git
+
+BROKEN_INDEX = "postgresql+psycopg://nobody@127.0.0.1:1/x"
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if r.levelno == logging.WARNING and r.name.startswith("expdna")]
+
+
+@pytest.fixture(autouse=True)
+def no_store_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EXPDNA_STORE", raising=False)
+    monkeypatch.delenv("EXPDNA_INDEX_URL", raising=False)
+
+
+@pytest.fixture
+def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path) -> Path:
+    """Run from a directory outside any repository; the training script lives in ``repo``.
+
+    The checkout these tests run in changes while they run (it is being worked on), so
+    tests comparing DNAs take their code section from the fixed ``repo`` instead.
+    """
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return repo / "train.py"
+
+
+def _args(**overrides: Any) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--output-dir", default="unset")
+    args = parser.parse_args([])
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    return args
+
+
+def test_start_records_the_parsed_args_not_argv(
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["train.py", "--lr", "0.1", "--output-dir", "x"])
+    handle = start(_args(output_dir=str(tmp_path / "out")), output_dir=tmp_path / "out",
+                   caller_file=elsewhere)
+    assert handle is not None and handle.manifest is not None
+    assert handle.manifest.config.resolved_args == {
+        "lr": 0.1, "seed": 7, "output_dir": str(tmp_path / "out"),  # the default seed is in
+    }
+    assert handle.manifest.command.argv == ["train.py", "--lr", "0.1", "--output-dir", "x"]
+    assert handle.path is None  # nothing is written before add_runtime
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_dna_ignores_the_output_dir_and_follows_the_learning_rate(
+    elsewhere: Path, tmp_path: Path
+) -> None:
+    def dna(**overrides: Any) -> str:
+        handle = start(_args(**overrides), output_dir=None, caller_file=elsewhere)
+        assert handle is not None and handle.dna is not None
+        return handle.dna
+
+    assert dna(output_dir="/runs/a") == dna(output_dir="/runs/b")
+    assert dna(output_dir="/runs/a") != dna(output_dir="/runs/a", lr=0.2)
+
+
+def test_resolved_args_are_redacted_like_everything_else(elsewhere: Path, tmp_path: Path) -> None:
+    token = "hf_" + "abcdefghijklmnopqrstuvwxyzABCDEFGH"
+    args = {"lr": 0.1, "hub_token": token, "db": "postgresql://alice:s3cret@db.example.com/x",
+            "wandb_api_key": "0123456789abcdef0123456789abcdef01234567"}
+    handle = start(args, output_dir=tmp_path / "out", caller_file=elsewhere)
+    assert handle is not None and handle.manifest is not None
+    handle.add_runtime()
+    assert handle.path is not None
+    text = handle.path.read_text()
+    for secret in (token, "s3cret", "0123456789abcdef0123456789abcdef01234567"):
+        assert secret not in text
+    recorded = handle.manifest.config.resolved_args
+    assert recorded["lr"] == 0.1 and recorded["db"] == "postgresql://***@db.example.com/x"
+    assert {"config.resolved_args.hub_token", "config.resolved_args.wandb_api_key"} <= set(
+        handle.manifest.collection.redacted
+    )
+
+
+def test_add_runtime_without_ray_records_local_and_writes_a_manifest_that_recomputes(
+    elsewhere: Path, tmp_path: Path
+) -> None:
+    handle = start(_args(), output_dir=tmp_path / "out" / "deeper", caller_file=elsewhere)
+    assert handle is not None
+    assert handle.add_runtime() is handle
+    assert handle.warnings == []
+    assert handle.path == tmp_path / "out" / "deeper" / f"manifest_{handle.run_id}.json"
+    loaded = load_manifest(handle.path)
+    assert loaded.runtime.mode == "local"
+    assert compute_dna(loaded).value == handle.dna == loaded.dna.value  # type: ignore[union-attr]
+    assert [p.name for p in handle.path.parent.iterdir()] == [handle.path.name]  # no temp left
+
+
+def test_finish_records_metrics_outside_the_dna(elsewhere: Path, tmp_path: Path) -> None:
+    import torch
+
+    handle = start(_args(), output_dir=tmp_path, caller_file=elsewhere)
+    assert handle is not None
+    handle.add_runtime()
+    before = handle.dna
+    handle.log_final(epochs=3)
+    handle.finish(metrics={"val_loss": torch.tensor(0.5), "acc": float("nan")})
+    assert handle.dna == before
+    assert handle.path is not None
+    doc = json.loads(handle.path.read_text())
+    assert doc["metrics"] == {"epochs": 3, "val_loss": 0.5, "acc": "<non-finite:nan>"}
+    assert compute_dna(load_manifest(handle.path)).value == before
+
+
+def test_finish_without_add_runtime_still_writes(elsewhere: Path, tmp_path: Path) -> None:
+    handle = start(_args(), output_dir=tmp_path, caller_file=elsewhere)
+    assert handle is not None
+    handle.finish(metrics={"val_loss": 1.0})
+    assert handle.path is not None and load_manifest(handle.path).metrics == {"val_loss": 1.0}
+
+
+def test_track_writes_on_entry_and_records_metrics_on_exit(elsewhere: Path, tmp_path: Path) -> None:
+    with expdna.track(_args(), output_dir=tmp_path, caller_file=elsewhere) as run:
+        assert run.path is not None and run.path.exists()  # written before training starts
+        run.metrics["val_loss"] = 0.25
+    assert load_manifest(run.path).metrics == {"val_loss": 0.25}
+
+
+def test_track_lets_the_training_exception_through_and_still_records(
+    elsewhere: Path, tmp_path: Path
+) -> None:
+    class TrainingDiverged(Exception):
+        pass
+
+    with pytest.raises(TrainingDiverged), track(_args(), output_dir=tmp_path,
+                                                caller_file=elsewhere) as run:
+        run.log_final(step=12)
+        raise TrainingDiverged("loss is nan")
+    assert run.path is not None and load_manifest(run.path).metrics == {"step": 12}
+
+
+def test_the_caller_file_finds_the_project_repo_not_the_cwd(repo: Path, tmp_path: Path) -> None:
+    """A real script in a real repo, started from another directory, in a real process."""
+    script = repo / "train.py"
+    script.write_text(
+        "import json, sys\n"
+        "import expdna\n"
+        "run = expdna.start({'lr': 1}, output_dir=sys.argv[1])\n"
+        "run.add_runtime()\n"
+        "heavy = [m for m in ('torch', 'ray', 'pyarrow', 'sqlalchemy') if m in sys.modules]\n"
+        "print(json.dumps({'path': str(run.path), 'heavy': heavy}))\n"
+    )
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], cwd=cwd,
+                          env=env, capture_output=True, text=True, check=True, timeout=60)
+    result = json.loads(done.stdout)
+    manifest = load_manifest(result["path"])
+    assert list(manifest.code) == ["proj"]
+    assert manifest.code["proj"].commit == git(repo, "rev-parse", "HEAD")
+    assert manifest.command.argv == [str(script), str(tmp_path / "out")]
+    assert manifest.config.resolved_args == {"lr": 1}
+    assert result["heavy"] == []  # no Ray, no store: the hook imports nothing heavy
+    assert done.stderr == ""  # no warning: an unconfigured logger would print it here
+
+
+# --- failures become warnings ------------------------------------------------------------
+
+
+def test_an_unwritable_output_dir_is_a_warning(
+    elsewhere: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    handle = start(_args(), output_dir=blocker / "out", caller_file=elsewhere)
+    assert handle is not None
+    handle.add_runtime()
+    handle.finish(metrics={"val_loss": 1.0})
+    assert handle.path is None
+    assert handle.dna is not None  # the run is still described
+    writes = [w for w in handle.warnings if w.startswith("writing the manifest")]
+    assert len(writes) == 2 and "NotADirectoryError" in writes[0]
+    assert any("writing the manifest" in m for m in _warnings(caplog))
+
+
+def test_a_broken_store_url_is_a_warning_and_the_file_is_still_written(
+    elsewhere: Path, tmp_path: Path
+) -> None:
+    handle = start(_args(), output_dir=tmp_path / "out", store=tmp_path / "store",
+                   index_url=BROKEN_INDEX, caller_file=elsewhere)
+    assert handle is not None
+    handle.add_runtime()
+    handle.finish(metrics={"val_loss": 1.0})
+    assert handle.path is not None and load_manifest(handle.path).metrics == {"val_loss": 1.0}
+    (warning,) = handle.warnings  # one warning: the dead store is not tried again
+    assert warning.startswith("recording the run in the store: IndexUnavailableError")
+    assert "127.0.0.1" in warning and "port 1" in warning
+
+
+def test_the_store_comes_from_the_environment(
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EXPDNA_STORE", str(tmp_path / "store"))
+    monkeypatch.setenv("EXPDNA_INDEX_URL", BROKEN_INDEX)
+    handle = start(_args(), output_dir=None, caller_file=elsewhere)
+    assert handle is not None
+    assert handle.store.target == str(tmp_path / "store")
+    assert handle.store.index_url == BROKEN_INDEX
+    assert not any("will not be saved" in w for w in handle.warnings)
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()  # let the abandoned collector thread end
+
+
+def test_a_hanging_collector_is_abandoned_at_the_deadline(
+    elsewhere: Path, tmp_path: Path, release: threading.Event
+) -> None:
+    def hang(ctx: CollectContext) -> dict[str, Any]:
+        release.wait(60)
+        return {"never": True}
+
+    registry = default_registry(plugins=False)
+    registry.add(Collector("hang", "hardware", hang))
+    began = time.monotonic()
+    handle = start(_args(), output_dir=tmp_path, registry=registry, deadline_s=0.5,
+                   caller_file=elsewhere)
+    assert handle is not None
+    handle.add_runtime()
+    assert time.monotonic() - began < 5  # 0.5 s deadline; generous for a loaded machine
+    assert handle.manifest is not None and handle.path is not None
+    assert handle.manifest.collection.collectors["hang"].status == "timeout"
+    assert "never" not in handle.manifest.hardware.model_dump()
+
+
+def test_guarded_abandons_a_call_that_hangs(release: threading.Event) -> None:
+    began = time.monotonic()
+    result, warning = guarded("recording the run in the store", lambda: release.wait(60), 0.2)
+    assert time.monotonic() - began < 2
+    assert result is None and warning is not None and "no answer within 0.2 s" in warning
+
+
+def _bad_hardware(ctx: CollectContext) -> dict[str, Any]:
+    return {"gpus": "not a list of GPUs"}  # fails validation: no manifest can be built
+
+
+def test_start_returns_none_with_exactly_one_warning_when_collection_is_impossible(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = default_registry(plugins=False)
+    registry.add(Collector("bad", "hardware", _bad_hardware))
+    with caplog.at_level(logging.WARNING):
+        handle = start(_args(), output_dir=tmp_path, registry=registry, collectors=["bad"])
+    assert handle is None
+    messages = _warnings(caplog)
+    assert len(messages) == 1 and messages[0].startswith("expdna: no manifest for this run")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_track_yields_an_inert_handle_when_collection_is_impossible(tmp_path: Path) -> None:
+    registry = default_registry(plugins=False)
+    registry.add(Collector("bad", "hardware", _bad_hardware))
+    ran = False
+    with track(_args(), output_dir=tmp_path, registry=registry, collectors=["bad"]) as run:
+        run.log_final(val_loss=1.0)
+        assert run.pin(tmp_path / "nothing.pt") is None
+        ran = True
+    assert ran and run.dna is None and run.path is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unsupported_args_fall_back_to_argv_with_a_warning(
+    elsewhere: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["train.py", "--lr", "0.3"])
+    handle = start(["--lr", "0.3"], output_dir=None, caller_file=elsewhere)
+    assert handle is not None and handle.manifest is not None
+    assert handle.manifest.config.resolved_args == {"lr": 0.3}
+    assert any("cannot read arguments from a list" in w for w in handle.warnings)
+
+
+def test_bad_settings_are_warnings_not_errors(elsewhere: Path) -> None:
+    handle = start(_args(), output_dir=None, deadline_s=-1, caller_file=elsewhere)
+    assert handle is not None and handle.deadline_s == 4.0
+    assert any("deadline_s=-1" in w for w in handle.warnings)
+    assert any("will not be saved" in w for w in handle.warnings)
+
+
+def test_pin_digests_the_file_and_warns_without_a_store(elsewhere: Path, tmp_path: Path) -> None:
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"weights" * 1000)
+    handle = start(_args(), output_dir=None, caller_file=elsewhere)
+    assert handle is not None
+    assert handle.pin(checkpoint) == "blake3:" + blake3(checkpoint.read_bytes()).hexdigest()
+    assert any(w.startswith("pin: no store configured") for w in handle.warnings)
+    assert handle.pin(tmp_path / "missing.pt") is None
+    assert any("FileNotFoundError" in w for w in handle.warnings)
+
+
+def test_an_inert_handle_does_nothing() -> None:
+    handle = RunHandle(manifest=None)
+    assert handle.add_runtime() is handle and handle.finish({"x": 1}) is handle
+    assert handle.dna is None and handle.run_id is None and handle.warnings == []
+
+
+# --- the real store ----------------------------------------------------------------------
+
+
+def test_add_runtime_records_the_run_in_a_real_store(elsewhere: Path, tmp_path: Path) -> None:
+    from expdna.store import Store
+
+    handle = start(_args(), output_dir=tmp_path / "out", store=tmp_path / "store",
+                   caller_file=elsewhere)
+    assert handle is not None
+    handle.add_runtime()
+    assert handle.warnings == []
+    with Store.open(tmp_path / "store") as store:
+        record = store.get(handle.run_id or "")
+        assert record.dna == handle.dna
+        assert store.load(record.run_id).config.resolved_args["lr"] == 0.1
+    handle.finish(metrics={"val_loss": 0.5})
+    assert handle.path is not None and load_manifest(handle.path).metrics == {"val_loss": 0.5}
+    if hasattr(Store, "record_metrics"):
+        assert handle.warnings == []
+    else:  # a recorded run never changes: adding metrics needs a store method
+        assert handle.warnings == [
+            "recording metrics in the store: NotImplementedError: "
+            "this store has no record_metrics()"
+        ]
+
+
+def test_a_run_first_recorded_at_finish_carries_its_metrics(
+    elsewhere: Path, tmp_path: Path
+) -> None:
+    from expdna.store import Store
+
+    handle = start(_args(), output_dir=None, store=tmp_path / "store", caller_file=elsewhere)
+    assert handle is not None
+    handle.finish(metrics={"val_loss": 0.5})
+    assert handle.warnings == []
+    with Store.open(tmp_path / "store") as store:
+        assert store.load(handle.run_id or "").metrics == {"val_loss": 0.5}
+
+
+def test_pin_goes_to_a_real_store_when_it_takes_pins(elsewhere: Path, tmp_path: Path) -> None:
+    from expdna.store import Store
+
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"weights")
+    handle = start(_args(), output_dir=tmp_path / "out", store=tmp_path / "store",
+                   caller_file=elsewhere)
+    assert handle is not None
+    handle.add_runtime()
+    assert handle.pin(checkpoint, name="best") == "blake3:" + blake3(b"weights").hexdigest()
+    if hasattr(Store, "pin"):
+        assert handle.warnings == []
+    else:  # pins wait for the store's pins API
+        assert handle.warnings == [
+            "pinning the checkpoint: NotImplementedError: this store has no pin()"
+        ]
