@@ -152,8 +152,10 @@ def _as_text(value: Any) -> str | None:
 def _output_roots(args: Mapping[str, Any]) -> list[str]:
     roots = []
     for key, value in args.items():
+        if not _per_run_name(key):
+            continue
         text = _as_text(value)
-        if text is not None and text not in _TOO_BROAD_ROOTS and _per_run_name(key):
+        if text is not None and text not in _TOO_BROAD_ROOTS:
             roots.append(text.rstrip("/") + "/")
     return roots
 
@@ -194,11 +196,11 @@ def _project_config(section: Mapping[str, Any]) -> Any:
     def per_run(key: str, value: Any) -> bool:
         if _per_run_name(key) or _masked(value):
             return True
-        text = _as_text(value) if roots else None
-        return (
-            text is not None
-            and _path_name(key)
-            and any((text.rstrip("/") + "/").startswith(root) for root in roots)
+        if not roots or not _path_name(key):
+            return False
+        text = _as_text(value)
+        return text is not None and any(
+            (text.rstrip("/") + "/").startswith(root) for root in roots
         )
 
     return {
