@@ -58,3 +58,18 @@ def test_typical_vector_leaves_per_run_values_out() -> None:
     for kept in ("96.00.89.00.01", "550.54.15", "2.23.4", "1234", "NCCL_DEBUG", "SLURM_NNODES",
                  "6.1", "data_path"):
         assert kept in text, kept
+
+
+@pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
+def test_the_documented_reference_implementation_agrees(path: Path) -> None:
+    # docs/tools/reference_dna.py is the guide's standalone reimplementation (rfc8785 and
+    # blake3 only): if the rules in the guide drift from the code, this fails.
+    import runpy
+
+    reference = runpy.run_path(
+        str(Path(__file__).parents[2] / "docs" / "tools" / "reference_dna.py")
+    )
+    vector = json.loads(path.read_text(encoding="utf-8"))
+    value, sections = reference["dna"](vector["manifest"])
+    assert sections == vector["sections"]
+    assert value == vector["dna"]

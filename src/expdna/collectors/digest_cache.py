@@ -41,7 +41,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 FILE_NAME = "digests.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the trees table (whole-dataset stat digests)
 RACY_WINDOW_NS = 2_000_000_000
 #: Dataset listings kept (the most recently stored); a listing of 10,000 files is ~500 KB.
 LISTINGS_KEPT = 64

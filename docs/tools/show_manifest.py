@@ -1,0 +1,59 @@
+"""Print a manifest, or parts of it, for the docs.
+
+    python show_manifest.py [-1] FILE [DOTTED.PATH ...]
+
+Without paths: the whole manifest, each inline patch cut after its first three lines.
+With paths: each path's value (one path: the value alone; several: an object keyed by
+path). Lists of plain values are written on one line, so listings stay readable.
+With -1: the values on one line, as JSON, separated by two spaces.
+"""
+
+import json
+import sys
+from typing import Any
+
+
+def render(value: Any, indent: int = 0) -> str:
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(value, dict) and value:
+        items = [f"{inner}{json.dumps(k)}: {render(v, indent + 2)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and value:
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return json.dumps(value, ensure_ascii=False)
+        items = [f"{inner}{render(v, indent + 2)}" for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def pick(doc: Any, path: str) -> Any:
+    for part in path.split("."):
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    one_line = args[:1] == ["-1"]
+    if one_line:
+        args = args[1:]
+    with open(args[0], encoding="utf-8") as fh:
+        doc = json.load(fh)
+    for repo in doc.get("code", {}).values():
+        patch = repo.get("patch") or {}
+        if patch.get("text"):
+            lines = patch["text"].split("\n")
+            patch["text"] = "\n".join(lines[:3]) + f"\n…({len(lines) - 3} more lines)…"
+    paths = args[1:]
+    if one_line:
+        print("  ".join(json.dumps(pick(doc, path), ensure_ascii=False) for path in paths))
+    elif not paths:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif len(paths) == 1:
+        print(render(pick(doc, paths[0])))
+    else:
+        print(render({path: pick(doc, path) for path in paths}))
+
+
+if __name__ == "__main__":
+    main()
