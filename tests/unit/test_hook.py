@@ -22,6 +22,7 @@ from expdna.collectors import CollectContext, Collector, default_registry
 from expdna.integrations import RunHandle, start, track
 from expdna.integrations.recording import guarded
 from expdna.manifest import compute_dna, load_manifest
+from expdna.store.queries import parse_where
 from tests.conftest import git
 
 BROKEN_INDEX = "postgresql+psycopg://nobody@127.0.0.1:1/x"
@@ -347,14 +348,15 @@ def test_add_runtime_records_the_run_in_a_real_store(elsewhere: Path, tmp_path: 
         record = store.get(handle.run_id or "")
         assert record.dna == handle.dna
         assert store.load(record.run_id).config.resolved_args["lr"] == 0.1
-    handle.finish(metrics={"val_loss": 0.5})
-    assert handle.path is not None and load_manifest(handle.path).metrics == {"val_loss": 0.5}
-    if hasattr(Store, "record_metrics"):
-        assert handle.warnings == []
-    else:  # a recorded run never changes: adding metrics needs a store method
-        assert handle.warnings == [
-            "recording metrics in the store: NotImplementedError: "
-            "this store has no record_metrics()"
+    handle.finish(metrics={"val_loss": 0.5, "status": "converged"})
+    assert handle.path is not None
+    assert load_manifest(handle.path).metrics == {"val_loss": 0.5, "status": "converged"}
+    assert handle.warnings == []
+    with Store.open(tmp_path / "store") as store:  # metrics added; the identity unchanged
+        assert store.metrics(handle.run_id or "") == {"val_loss": 0.5}
+        assert store.get(handle.run_id or "").dna == handle.dna
+        assert [r.run_id for r in store.find(parse_where("metrics.status=converged"))] == [
+            handle.run_id
         ]
 
 
@@ -381,9 +383,11 @@ def test_pin_goes_to_a_real_store_when_it_takes_pins(elsewhere: Path, tmp_path: 
     assert handle is not None
     handle.add_runtime()
     assert handle.pin(checkpoint, name="best") == "blake3:" + blake3(b"weights").hexdigest()
-    if hasattr(Store, "pin"):
-        assert handle.warnings == []
-    else:  # pins wait for the store's pins API
-        assert handle.warnings == [
-            "pinning the checkpoint: NotImplementedError: this store has no pin()"
-        ]
+    assert handle.warnings == []
+    handle.finish()
+    with Store.open(tmp_path / "store") as store:
+        [by_name] = store.which("best")
+        [by_content] = store.which(str(checkpoint))
+    assert by_name.run_id == by_content.run_id == handle.run_id
+    assert by_name.dna == handle.dna and by_name.size == len(b"weights")
+    assert by_name.matches is True and by_content.matches is True

@@ -12,10 +12,14 @@ from expdna.cli.check import check_command
 from expdna.cli.data import data_group
 from expdna.cli.db import db_group
 from expdna.cli.diff import diff_command
+from expdna.cli.export import export_command
 from expdna.cli.generate import generate_command
+from expdna.cli.lineage import lineage_command, link_command
+from expdna.cli.pin import pin_command, which_command
 from expdna.cli.query import find_command, runs_command, show_command, twins_command
 from expdna.cli.record import record_command
 from expdna.cli.rerun import rerun_command
+from expdna.cli.stability import stability_command
 from expdna.cli.store import fsck_command, gc_command
 from expdna.errors import ExpdnaError
 
@@ -66,8 +70,10 @@ cli.add_command(check_command)
 cli.add_command(diff_command)
 cli.add_command(rerun_command)
 cli.add_command(data_group)
+cli.add_command(stability_command)
 for _store_command in (record_command, show_command, runs_command, twins_command,
-                       find_command, fsck_command, gc_command, db_group):
+                       find_command, fsck_command, gc_command, db_group, pin_command,
+                       which_command, lineage_command, link_command, export_command):
     cli.add_command(_store_command)
 
 

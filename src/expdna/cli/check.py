@@ -9,7 +9,7 @@ import click
 from expdna.cli.diff import shown
 from expdna.cli.output import emit_json
 from expdna.compare.check import CheckReport, CheckResult, check_live
-from expdna.manifest.io import load_manifest
+from expdna.store.refs import load_manifests
 
 
 def result_line(result: CheckResult) -> str:
@@ -45,11 +45,15 @@ def check_command(
 ) -> None:
     """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
 
+    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
+
     FAIL: another commit or patch, another GPU model, another Python/CUDA/torch major.
     WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, or a value
     that cannot be read here. Exit 0 without FAIL, 1 with any FAIL.
     """
-    recorded = load_manifest(manifest)
+    options = ctx.find_root().obj or {}
+    recorded = load_manifests([str(manifest)], store_dir=options.get("store"),
+                              index_url=options.get("index_url"))[0]
     report = check_live(recorded, cwd=Path.cwd(), repos=repos)
     if as_json:
         emit_json(report.to_dict())

@@ -12,7 +12,7 @@ import click
 from expdna.cli.output import emit_json
 from expdna.compare.diff import DiffReport, diff_manifests
 from expdna.manifest.dna import short
-from expdna.manifest.io import load_manifest
+from expdna.store.refs import load_manifests
 
 #: Longest value shown whole in text output; JSON output always carries the full value.
 MAX_SHOWN = 60
@@ -61,10 +61,14 @@ def render(report: DiffReport) -> list[str]:
 def diff_command(ctx: click.Context, a: Path, b: Path, as_json: bool) -> None:
     """Compare two manifests: which DNA sections differ, then every changed field.
 
+    A and B are manifest files, or run ids / DNA prefixes (>= 6 hex) recorded in the store.
+
     Severity: CRITICAL for code (commit, patch) and GPU identity (model, driver, VBIOS),
     WARN for versions, INFO otherwise. Exit 0 when the DNAs are equal, 1 when they differ.
     """
-    first, second = load_manifest(a), load_manifest(b)
+    options = ctx.find_root().obj or {}
+    first, second = load_manifests([str(a), str(b)], store_dir=options.get("store"),
+                                   index_url=options.get("index_url"))
     report = diff_manifests(first, second)
     for path, stale, stored, actual in zip(
         (a, b), report.stale(), report.stored_dna, report.dna, strict=True

@@ -167,6 +167,13 @@ class Dna(_Open):
     sections: dict[str, str] = Field(default_factory=dict)
 
 
+class Lineage(_Open):
+    """This run's relation to an earlier run. Outside the DNA: it names runs, not a setup."""
+
+    relation: Literal["resumed_from", "rerun_of", "derived_from"]
+    parent: str = Field(description="The run id of the earlier run.")
+
+
 class Manifest(_Open):
     schema_version: str = SCHEMA_VERSION
     run_id: str
@@ -180,6 +187,10 @@ class Manifest(_Open):
     runtime: Runtime = Field(default_factory=Runtime)
     data: Data = Field(default_factory=Data)
     metrics: dict[str, Any] = Field(default_factory=dict)
+    lineage: list[Lineage] | None = Field(
+        None, exclude_if=lambda value: value is None,
+        description="Earlier runs this one resumes, reruns or derives from (not in the DNA).",
+    )
     collection: Collection = Field(default_factory=Collection)
     dna: Dna | None = None
 

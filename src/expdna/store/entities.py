@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 RecordStatus = Literal["recorded", "skipped", "conflict", "failed"]
+#: Relations a lineage edge may carry (child <relation> parent).
+RELATIONS = ("resumed_from", "rerun_of", "derived_from")
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -112,3 +114,75 @@ class GcReport:
     temp_files: list[str]
     kept_young: int
     dry_run: bool
+
+
+@dataclass(frozen=True)
+class PinRecord:
+    """A checkpoint's digest bound to a run: what ``pin`` returns and ``which`` answers.
+
+    ``matches``: whether the file on disk still has ``digest`` (always true when the file
+    itself was the question; None when the pinned path no longer exists or was not asked).
+    """
+
+    run_id: str
+    dna: str
+    digest: str
+    name: str | None
+    path: str | None
+    size: int | None
+    pinned_at: datetime
+    generated_at: datetime | None = None
+    matches: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dna": self.dna,
+            "name": self.name,
+            "matches": self.matches,
+            "digest": f"blake3:{self.digest}",
+            "path": self.path,
+            "size": self.size,
+            "pinned_at": iso(self.pinned_at),
+            "generated_at": iso(self.generated_at),
+        }
+
+
+@dataclass(frozen=True)
+class LineageEdge:
+    """``child`` <relation> ``parent``, as reached from the run asked about.
+
+    ``run_id`` is the related run (the parent for an ancestor, the child for a
+    descendant); ``dna``/``generated_at`` are None when that run is not recorded (yet).
+    """
+
+    direction: Literal["ancestor", "descendant"]
+    depth: int
+    relation: str
+    parent: str
+    child: str
+    source: str
+    run_id: str
+    dna: str | None = None
+    generated_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "dna": self.dna,
+            "generated_at": iso(self.generated_at),
+            "direction": self.direction,
+            "depth": self.depth,
+            "relation": self.relation,
+            "parent": self.parent,
+            "child": self.child,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class LineageReport:
+    run_id: str
+    dna: str | None
+    ancestors: list[LineageEdge]
+    descendants: list[LineageEdge]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,8 +22,17 @@ from typing import Any, TypeVar
 from expdna.errors import ExpdnaError
 from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
-from expdna.store import maintenance, queries
-from expdna.store.entities import FsckReport, GcReport, RecordResult, RunRecord, RunSummary
+from expdna.store import checkpoints, lineage, maintenance, pins, queries
+from expdna.store import metrics as metrics_mod
+from expdna.store.entities import (
+    FsckReport,
+    GcReport,
+    LineageReport,
+    PinRecord,
+    RecordResult,
+    RunRecord,
+    RunSummary,
+)
 from expdna.store.errors import RunConflictError, StoreError
 from expdna.store.index import Index, open_index
 from expdna.store.migrate import ensure_current
@@ -32,6 +41,7 @@ from expdna.store.objects import ObjectDir
 from expdna.store.prepare import prepare
 from expdna.store.queries import Filter
 from expdna.store.recorder import BatchItem, Recorder
+from expdna.store.sections import SectionMemo
 from expdna.store.storeform import to_file_form
 
 log = logging.getLogger(__name__)
@@ -51,11 +61,11 @@ def default_store_dir() -> Path:
     return Path(platformdirs.user_data_dir("expdna"))
 
 
-def _load(path: str | os.PathLike[str]) -> BatchItem:
+def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
     """Load and check one manifest file; a bad file becomes a ``failed`` result."""
     source = os.fspath(path)
     try:
-        return prepare(load_manifest(source), source=source)
+        return prepare(load_manifest(source), source=source, memo=memo)
     except ExpdnaError as exc:
         return RecordResult(run_id="", dna=None, generated_at=None, status="failed",
                             source=source, message=str(exc))
@@ -80,6 +90,7 @@ class Store:
         self.objects = ObjectDir(root / OBJECTS)
         self.index = index
         self._recorder = Recorder(self.objects, index)
+        self._memo = SectionMemo()
 
     @classmethod
     def open(
@@ -148,7 +159,7 @@ class Store:
         Raises :class:`DnaMismatchError` for a manifest whose DNA does not match its
         content, :class:`RunConflictError` when the run id is recorded with other content.
         """
-        prepared = prepare(manifest, source=source, attachments=attachments)
+        prepared = prepare(manifest, source=source, attachments=attachments, memo=self._memo)
         result = next(self._recorder.run([[prepared]]))
         if result.status == "conflict":
             raise RunConflictError(result.message or "conflict")
@@ -167,7 +178,8 @@ class Store:
         """
         labels = iter(sources) if sources is not None else None
         batches = (
-            [prepare(m, source=next(labels) if labels is not None else None) for m in chunk]
+            [prepare(m, source=next(labels) if labels is not None else None, memo=self._memo)
+             for m in chunk]
             for chunk in _chunked(manifests, batch_size)
         )
         return list(self._recorder.run(batches))
@@ -176,7 +188,7 @@ class Store:
         self, paths: Iterable[str | os.PathLike[str]], *, batch_size: int = BATCH
     ) -> Iterator[RecordResult]:
         """Record manifest files, yielding one result per file; a bad file is ``failed``."""
-        batches = ([_load(p) for p in chunk] for chunk in _chunked(paths, batch_size))
+        batches = ([_load(p, self._memo) for p in chunk] for chunk in _chunked(paths, batch_size))
         yield from self._recorder.run(batches)
 
     def scan(
@@ -231,10 +243,74 @@ class Store:
         with self.index.read() as conn:
             return queries.select_runs(conn, filters=filters, limit=limit)
 
+    def find_ids(self, *filters: Filter, limit: int | None = None) -> list[tuple[str, str]]:
+        """(run id, DNA) of the runs matching every filter, newest first (find, lighter)."""
+        with self.index.read() as conn:
+            return queries.select_ids(conn, filters=filters, limit=limit)
+
     def resolve_dna(self, prefix: str) -> str:
         """The full DNA a prefix of at least 6 hex names (ambiguous: exit 2)."""
         with self.index.read() as conn:
             return queries.resolve_dna(conn, prefix)
+
+    # -- metrics, pins, lineage, export --------------------------------------------
+
+    def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> dict[str, float]:
+        """Add or replace final metrics of a recorded run; returns its numeric metrics now.
+
+        Metrics are outside the DNA: the run's identity and stored manifest do not change.
+        A name given again replaces its old value; others stay. Unknown run: exit 1.
+        """
+        return metrics_mod.record_metrics(self.index, run_id, metrics)
+
+    def metrics(self, ref: str) -> dict[str, float]:
+        """The numeric final metrics of a run (by id or DNA prefix), by flattened name."""
+        return metrics_mod.metrics_of(self.index, ref)
+
+    def pin(
+        self, *, run_id: str, digest: str, name: str | None = None, path: str | None = None,
+        size: int | None = None,
+    ) -> PinRecord:
+        """Bind a checkpoint's digest (``[blake3:]<hex>``, never the file) and name to a run
+        (id or DNA prefix) and its DNA. Pinning it again changes nothing."""
+        return pins.pin(self.index, run_id=run_id, digest=digest, name=name, path=path,
+                        size=size)
+
+    def pin_file(
+        self, path: str | os.PathLike[str], *, run: str, name: str | None = None,
+        use_cache: bool = True,
+    ) -> PinRecord:
+        """Hash a checkpoint file and pin it to ``run``; ``name`` defaults to the file name.
+
+        The path is kept (redacted, as manifests write paths) so ``which NAME`` can say
+        whether the file there still holds these bytes.
+        """
+        return checkpoints.pin_file(self.index, path, run=run, name=name, use_cache=use_cache)
+
+    def which(self, target: str, *, use_cache: bool = True) -> list[PinRecord]:
+        """The pins answering ``target``, newest first: an existing file by its content (a
+        renamed or copied checkpoint is found), ``blake3:<hex>`` by digest, else a name."""
+        return checkpoints.which(self.index, target, use_cache=use_cache)
+
+    def link(self, parent: str, child: str, relation: str) -> bool:
+        """Record ``child <relation> parent`` between two recorded runs (ids or DNA
+        prefixes); True when the edge is new. A cycle or a self-link is refused (exit 2)."""
+        return lineage.link_runs(self.index, parent, child, relation)
+
+    def lineage(self, ref: str) -> LineageReport:
+        """Ancestors and descendants of a run, transitively, nearest first. A run id that is
+        not recorded but named by recorded edges (a parent recorded later) is answered too."""
+        return lineage.report(self.index, ref)
+
+    def export_parquet(
+        self, path: str | os.PathLike[str], *, where: Sequence[Filter] = (),
+        since: datetime | None = None,
+    ) -> int:
+        """One Parquet row per matching run (key fields, section digests, ``metric_<name>``
+        columns), written atomically; returns the number of rows. Needs pyarrow."""
+        from expdna.store.export import export_parquet
+
+        return export_parquet(self.index, Path(path), filters=where, since=since)
 
     # -- maintenance -----------------------------------------------------------------
 

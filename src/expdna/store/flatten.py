@@ -31,6 +31,8 @@ NOT_FACTS: tuple[str, ...] = (
 _NOT_FACTS = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in NOT_FACTS))
 #: Top-level keys left out whole (``runs`` columns).
 _COLUMNS = frozenset(g for g in NOT_FACTS if "." not in g and "*" not in g)
+#: Top-level keys that never hold a fact.
+COLUMN_KEYS = _COLUMNS
 #: Top-level keys under which a NOT_FACTS pattern can match deeper down.
 _CHECKED = frozenset(g.split(".")[0] for g in NOT_FACTS if "." in g) - _COLUMNS
 _METRICS = "metrics"

@@ -29,6 +29,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from expdna.store.entities import RELATIONS
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -39,8 +41,6 @@ NAMING_CONVENTION = {
 
 #: Values the ``kind`` column of ``blobs`` may take.
 BLOB_KINDS = ("manifest", "patch", "listing", "packages")
-#: Relations a lineage edge may carry (child <relation> parent).
-RELATIONS = ("resumed_from", "rerun_of", "derived_from")
 LINEAGE_SOURCES = ("manifest", "link")
 
 HEX64 = String(64)
@@ -178,6 +178,10 @@ class Pin(Base):
     path: Mapped[str | None] = mapped_column(Text)
     size: Mapped[int | None] = mapped_column(BigInteger)
     pinned_at: Mapped[datetime] = mapped_column(DateTime)
+
+
+#: The unique key of a lineage edge (an edge is recorded once, whichever source saw it first).
+LINEAGE_KEY = ("parent_run_id", "child_run_id", "relation")
 
 
 class Lineage(Base):

@@ -17,9 +17,11 @@ from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, compute_dna, short
 from expdna.manifest.model import Manifest
 from expdna.store.digests import ref
+from expdna.store.entities import RELATIONS
 from expdna.store.errors import DnaMismatchError
 from expdna.store.flatten import flatten
-from expdna.store.storeform import to_store_form
+from expdna.store.sections import SectionMemo, assemble, split, to_json
+from expdna.store.storeform import move_patches, to_store_form
 
 #: Run ids the store accepts: what expdna writes and what other writers plausibly do; never
 #: a path separator, whitespace or a shell metacharacter.
@@ -45,7 +47,26 @@ class Prepared:
     manifest_digest: str
     blobs: tuple[BlobData, ...]
     row: dict[str, Any]
-    facts: frozenset[tuple[str, str]]
+    #: the facts, one set per top-level key; a section repeated across runs is one object
+    fact_groups: tuple[frozenset[tuple[str, str]], ...]
+    metrics: dict[str, float]
+    #: (relation, parent run id) from the manifest's ``lineage`` list
+    lineage: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def facts(self) -> frozenset[tuple[str, str]]:
+        return frozenset().union(*self.fact_groups)
+
+
+@dataclass(frozen=True)
+class _Form:
+    """The store form of a checked document and what the index needs from it."""
+
+    doc: dict[str, Any]
+    data: bytes
+    digest: str
+    patches: dict[str, bytes]
+    fact_groups: tuple[frozenset[tuple[str, str]], ...]
     metrics: dict[str, float]
 
 
@@ -90,23 +111,88 @@ def _typed_columns(doc: dict[str, Any]) -> dict[str, str | None]:
     }
 
 
-def _with_checked_dna(doc: dict[str, Any], source: str) -> dict[str, Any]:
-    """``doc`` with its DNA: computed when absent, refused when it does not match."""
-    stored = doc.get("dna")
+def _check_version(stored: Any, source: str) -> None:
     if stored is not None and stored.get("version") != DNA_VERSION:
         raise DnaMismatchError(
             f"{source}: DNA version {stored.get('version')!r} is not one this expdna can "
             f"verify (it knows version {DNA_VERSION})"
         )
+
+
+def _check_match(stored: Any, value: str, sections: dict[str, str], source: str) -> None:
+    if stored.get("value") != value or stored.get("sections") != sections:
+        raise DnaMismatchError(
+            f"{source}: dna.value {short(str(stored.get('value')))} does not match the DNA "
+            f"of its content ({short(value)}): the manifest was corrupted or edited"
+        )
+
+
+def _with_checked_dna(doc: dict[str, Any], source: str) -> dict[str, Any]:
+    """``doc`` with its DNA: computed when absent, refused when it does not match."""
+    stored = doc.get("dna")
+    _check_version(stored, source)
     computed = compute_dna(doc)
     if stored is None:
         return {**doc, "dna": computed.model_dump(mode="python")}
-    if stored.get("value") != computed.value or stored.get("sections") != computed.sections:
-        raise DnaMismatchError(
-            f"{source}: dna.value {short(str(stored.get('value')))} does not match the DNA "
-            f"of its content ({short(computed.value)}): the manifest was corrupted or edited"
-        )
+    _check_match(stored, computed.value, computed.sections, source)
     return doc
+
+
+def _whole(doc: dict[str, Any], source: str) -> _Form:
+    """Check the DNA, build the store form and the facts from the whole document."""
+    doc = _with_checked_dna(doc, source)
+    form = to_store_form(doc)
+    facts, metrics = flatten(form.doc)
+    return _Form(form.doc, form.data, form.digest, form.patches,
+                 (frozenset(facts),) if facts else (), metrics)
+
+
+def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | None:
+    """:func:`_whole`, with the work on sections seen before taken from ``memo``; None where
+    only the whole-document path is exact (a ``dna_ignore`` list, a non-finite float)."""
+    stored = doc.get("dna")
+    _check_version(stored, source)
+    if (doc.get("config") or {}).get("dna_ignore"):
+        return None
+    form, patches = move_patches(doc)
+    parts = split(form)
+    if parts is None:
+        return None
+    keys = memo.keys(form, parts)
+    sections = memo.sections(form, keys)
+    value = memo.value(sections)
+    if stored is None:
+        dna = {"version": DNA_VERSION, "value": value, "sections": sections}
+        form = {**form, "dna": dna}
+        parts["dna"] = to_json(dna)
+    else:
+        _check_match(stored, value, sections, source)
+    data = assemble(form, parts)
+    groups, metrics = memo.facts(form, keys)
+    return _Form(form, data, hex_of(data), patches, groups, metrics)
+
+
+def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, str], ...]:
+    """The manifest's ``lineage`` list as (relation, parent) pairs; malformed is exit 2."""
+    listed = doc.get("lineage")
+    if listed is None:
+        return ()
+    if not isinstance(listed, list):
+        raise InvalidInputError(f"{where}: lineage must be a list of {{relation, parent}}")
+    edges = set()
+    for entry in listed:
+        relation = entry.get("relation") if isinstance(entry, dict) else None
+        parent = entry.get("parent") if isinstance(entry, dict) else None
+        if relation not in RELATIONS:
+            raise InvalidInputError(
+                f"{where}: lineage relation {relation!r} is not one of {', '.join(RELATIONS)}"
+            )
+        if not isinstance(parent, str) or RUN_ID.fullmatch(parent) is None:
+            raise InvalidInputError(f"{where}: lineage parent {parent!r} is not a run id")
+        if parent == run_id:
+            raise InvalidInputError(f"{where}: lineage names the run itself as its parent")
+        edges.add((str(relation), parent))
+    return tuple(sorted(edges))
 
 
 def _references(doc: dict[str, Any]) -> dict[str, str]:
@@ -123,18 +209,21 @@ def _references(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def prepare(
-    manifest: Manifest, *, source: str | None = None, attachments: Iterable[bytes] = ()
+    manifest: Manifest, *, source: str | None = None, attachments: Iterable[bytes] = (),
+    memo: SectionMemo | None = None,
 ) -> Prepared:
     """Check ``manifest`` and build everything recording it writes.
 
     ``attachments``: the data listings and package listing the manifest references by
     digest (``data.datasets[].digest``, ``environment.packages_digest``), stored as blobs.
+    ``memo``: a recorder's memo of sections seen before (the result is the same).
     """
-    return prepare_doc(manifest.to_dict(), source=source, attachments=attachments)
+    return prepare_doc(manifest.to_dict(), source=source, attachments=attachments, memo=memo)
 
 
 def prepare_doc(
-    doc: dict[str, Any], *, source: str | None = None, attachments: Iterable[bytes] = ()
+    doc: dict[str, Any], *, source: str | None = None, attachments: Iterable[bytes] = (),
+    memo: SectionMemo | None = None,
 ) -> Prepared:
     """:func:`prepare` for a document as ``Manifest.to_dict()`` returns it."""
     run_id = str(doc.get("run_id"))
@@ -144,9 +233,9 @@ def prepare_doc(
             f"{where}: run id {run_id!r} is not usable (letters, digits, "
             "'._:+-', at most 128 characters)"
         )
-    doc = _with_checked_dna(doc, where)
+    lineage = _lineage(doc, run_id, where)
+    form = (_by_section(doc, where, memo) if memo is not None else None) or _whole(doc, where)
     generated_at = parse_time(str(doc.get("generated_at")), f"{where}: generated_at")
-    form = to_store_form(doc)
     blobs = [BlobData(form.digest, form.data, "manifest")]
     blobs += [BlobData(digest, data, "patch") for digest, data in form.patches.items()]
     references = _references(doc)
@@ -158,8 +247,7 @@ def prepare_doc(
                 "(data.datasets[].digest or environment.packages_digest)"
             )
         blobs.append(BlobData(digest, data, references[digest]))
-    facts, metrics = flatten(form.doc)
-    dna = doc["dna"]
+    dna = form.doc["dna"]
     row: dict[str, Any] = {
         "run_id": run_id,
         "dna": dna["value"],
@@ -177,6 +265,7 @@ def prepare_doc(
         manifest_digest=form.digest,
         blobs=tuple(blobs),
         row=row,
-        facts=frozenset(facts),
-        metrics=metrics,
+        fact_groups=form.fact_groups,
+        metrics=form.metrics,
+        lineage=lineage,
     )

@@ -150,8 +150,53 @@ def resolve(conn: Connection, ref: str) -> RunRecord:
     raise RunNotFoundError(f"no recorded run {ref!r}")
 
 
+def run_pk(conn: Connection, run_id: str) -> int:
+    """The index key of a run by its exact id (exit 2 when malformed, 1 when unknown)."""
+    if RUN_ID.fullmatch(run_id) is None:
+        raise InvalidRunRefError(f"not a run id: {run_id!r}")
+    found = conn.execute(select(Run.id).where(Run.run_id == run_id)).scalar()
+    if found is None:
+        raise RunNotFoundError(f"no recorded run {run_id!r}")
+    return int(found)
+
+
 def path_ids(conn: Connection, paths: Sequence[str]) -> list[int]:
     return list(conn.execute(select(FactPath.id).where(FactPath.path.in_(paths))).scalars())
+
+
+def filtered(
+    conn: Connection,
+    stmt: AnySelect,
+    *,
+    dna: str | None = None,
+    dna_prefix: str | None = None,
+    filters: Sequence[Filter] = (),
+    since: datetime | None = None,
+) -> AnySelect | None:
+    """``stmt`` (a select from ``runs``) limited to runs matching every condition; None
+    when a filter names a path no run has (nothing can match)."""
+    if dna is not None:
+        stmt = stmt.where(Run.dna == dna)
+    if dna_prefix is not None:
+        stmt = stmt.where(_prefix_range(check_prefix(dna_prefix)))
+    if since is not None:
+        stmt = stmt.where(Run.generated_at >= since)
+    for condition in filters:
+        columns = [COLUMN_PATHS[p] for p in condition.paths if p in COLUMN_PATHS]
+        fact_paths = [p for p in condition.paths if p not in COLUMN_PATHS]
+        ids = path_ids(conn, fact_paths) if fact_paths else []
+        if not columns and not ids:
+            return None
+        alternatives: list[ColumnElement[bool]] = [c == condition.value for c in columns]
+        if ids:
+            value_ids = select(FactValue.id).where(
+                FactValue.path_id.in_(ids), FactValue.value == query_value(condition.value)
+            )
+            alternatives.append(
+                Run.id.in_(select(Fact.run_pk).where(Fact.value_id.in_(value_ids)))
+            )
+        stmt = stmt.where(or_(*alternatives))
+    return stmt
 
 
 def select_runs(
@@ -164,33 +209,28 @@ def select_runs(
     limit: int | None = None,
 ) -> list[RunSummary]:
     """Runs matching every condition, newest first."""
-    stmt: AnySelect = select(*SUMMARY_COLUMNS)
-    if dna is not None:
-        stmt = stmt.where(Run.dna == dna)
-    if dna_prefix is not None:
-        stmt = stmt.where(_prefix_range(check_prefix(dna_prefix)))
-    if since is not None:
-        stmt = stmt.where(Run.generated_at >= since)
-    for condition in filters:
-        columns = [COLUMN_PATHS[p] for p in condition.paths if p in COLUMN_PATHS]
-        fact_paths = [p for p in condition.paths if p not in COLUMN_PATHS]
-        ids = path_ids(conn, fact_paths) if fact_paths else []
-        if not columns and not ids:
-            return []
-        alternatives: list[ColumnElement[bool]] = [c == condition.value for c in columns]
-        if ids:
-            value_ids = select(FactValue.id).where(
-                FactValue.path_id.in_(ids), FactValue.value == query_value(condition.value)
-            )
-            alternatives.append(
-                Run.id.in_(select(Fact.run_pk).where(Fact.value_id.in_(value_ids)))
-            )
-        stmt = stmt.where(or_(*alternatives))
+    stmt = filtered(conn, select(*SUMMARY_COLUMNS), dna=dna, dna_prefix=dna_prefix,
+                    filters=filters, since=since)
+    if stmt is None:
+        return []
     stmt = _newest_first(stmt)
     if limit is not None:
         stmt = stmt.limit(limit)
     return [_summary(row) for row in conn.execute(stmt)]
 
+
+def select_ids(
+    conn: Connection, *, filters: Sequence[Filter] = (), limit: int | None = None
+) -> list[tuple[str, str]]:
+    """(run id, DNA) of the runs matching every filter, newest first: no summaries to build,
+    for answers of thousands of runs."""
+    stmt = filtered(conn, select(Run.run_id, Run.dna), filters=filters)
+    if stmt is None:
+        return []
+    stmt = _newest_first(stmt)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return [(str(run_id), str(dna)) for run_id, dna in conn.execute(stmt)]
 
 
 #: ``expdna find`` options -> the manifest paths each one matches (any of them).

@@ -52,6 +52,13 @@ def _patches(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def to_store_form(doc: dict[str, Any]) -> StoreForm:
     """Move every patch text that hashes to its digest out of ``doc`` (a fresh dict)."""
+    doc, patches = move_patches(doc)
+    data = dumps(doc)
+    return StoreForm(doc=doc, data=data, digest=hex_of(data), patches=patches)
+
+
+def move_patches(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """:func:`to_store_form` without the dump: the store-form document and the moved texts."""
     patches: dict[str, bytes] = {}
     code = doc.get("code")
     if isinstance(code, dict) and code:
@@ -68,8 +75,7 @@ def to_store_form(doc: dict[str, Any]) -> StoreForm:
             if patch.get("digest") == ref(hex_digest):
                 patches[hex_digest] = data
                 repo["patch"] = {k: v for k, v in patch.items() if k != "text"}
-    data = dumps(doc)
-    return StoreForm(doc=doc, data=data, digest=hex_of(data), patches=patches)
+    return doc, patches
 
 
 def moved_patches(doc: dict[str, Any]) -> list[str]:

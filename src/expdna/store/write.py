@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
+from itertools import repeat
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Table, select
@@ -16,9 +17,19 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
 from expdna.digest import ALGORITHM
+from expdna.store.bulk import insert_absent
 from expdna.store.entities import RecordStatus
 from expdna.store.intern import InternCache, Interned, intern_pairs
-from expdna.store.models import Base, Blob, Fact, Metric, Run, RunBlob
+from expdna.store.models import (
+    LINEAGE_KEY,
+    Base,
+    Blob,
+    Fact,
+    Lineage,
+    Metric,
+    Run,
+    RunBlob,
+)
 from expdna.store.prepare import Prepared
 
 T = TypeVar("T")
@@ -103,23 +114,23 @@ def write_batch(
                 "digest": blob.digest, "algorithm": ALGORITHM, "size": len(blob.data),
                 "kind": blob.kind,
             })
-    conn.execute(
-        insert_ignore(conn, Blob, ["digest", "algorithm"]),
-        [blobs[d] for d in sorted(blobs)],
-    )
+    insert_absent(conn, Blob, [blobs[d] for d in sorted(blobs)], ["digest", "algorithm"])
     ids = blob_ids(conn, blobs)
 
-    interned = intern_pairs(conn, set().union(*(p.facts for p in new)), cache)
+    # Runs share fact sets (one per repeated section): each distinct set is interned and
+    # turned into value ids once per batch.
+    groups = {id(group): group for p in new for group in p.fact_groups}
+    interned = intern_pairs(conn, set().union(*groups.values()), cache)
     value_ids = interned.values
+    group_ids = {key: [value_ids[pair] for pair in group] for key, group in groups.items()}
 
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     run_rows = [
         {**p.row, "manifest_blob_id": ids[p.manifest_digest], "recorded_at": now} for p in new
     ]
-    runs = table_of(Run)
-    returning = insert_ignore(conn, Run, ["run_id"]).returning(runs.c.run_id, runs.c.id)
     inserted: dict[str, int] = {
-        run_id: run_pk for run_id, run_pk in conn.execute(returning, run_rows)
+        run_id: run_pk
+        for run_id, run_pk in insert_absent(conn, Run, run_rows, ["run_id"], ("run_id", "id"))
     }
     # Rows another writer committed between our check and our insert (PostgreSQL).
     racing = [run_id for run_id in fresh if run_id not in inserted]
@@ -137,12 +148,24 @@ def write_batch(
         run_pk = inserted.get(prepared.run_id)
         if run_pk is None:
             continue
-        facts += [(value_ids[pair], run_pk) for pair in prepared.facts]
+        for group in prepared.fact_groups:
+            facts += zip(group_ids[id(group)], repeat(run_pk))
         links += [(run_pk, blob_id) for blob_id in sorted({ids[b.digest] for b in prepared.blobs})]
         metrics += [(run_pk, name, value) for name, value in prepared.metrics.items()]
+    facts.sort()
     bulk_insert(conn, Fact, ("value_id", "run_pk"), facts)
     bulk_insert(conn, RunBlob, ("run_pk", "blob_id"), links)
     bulk_insert(conn, Metric, ("run_pk", "name", "value"), metrics)
+    edges = sorted(
+        (parent, p.run_id, relation)
+        for p in new if p.lineage and p.run_id in inserted for relation, parent in p.lineage
+    )
+    if edges:  # an edge made earlier with `expdna link` is kept as it is
+        conn.execute(insert_ignore(conn, Lineage, list(LINEAGE_KEY)), [
+            {**dict(zip(LINEAGE_KEY, edge, strict=True)), "source": "manifest",
+             "recorded_at": now}
+            for edge in edges
+        ])
     return status, interned
 
 

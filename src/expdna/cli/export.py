@@ -1,0 +1,36 @@
+"""``expdna export --parquet FILE``: one row per run, for pandas or DuckDB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from expdna.cli.store import open_store
+from expdna.store.prepare import parse_time
+
+
+@click.command("export")
+@click.option("--parquet", "parquet", required=True, type=click.Path(path_type=Path),
+              metavar="FILE", help="Write a Parquet file (replaced atomically).")
+@click.option("--where", "where", multiple=True, metavar="PATH=VALUE",
+              help="Only runs where a manifest leaf holds VALUE (repeatable: all must hold).")
+@click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
+@click.pass_context
+def export_command(
+    ctx: click.Context, parquet: Path, where: tuple[str, ...], since: str | None
+) -> None:
+    """Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model,
+    driver, cuda, nccl, python, the seven section digests and a float column
+    metric_<name> per final metric.
+
+    \b
+    duckdb -c "SELECT gpu_model, avg(metric_final_loss) FROM 'runs.parquet' GROUP BY 1"
+    """
+    from expdna.store.queries import parse_where
+
+    filters = [parse_where(w) for w in where]
+    moment = parse_time(since, "--since") if since is not None else None
+    with open_store(ctx) as store:
+        count = store.export_parquet(parquet, where=filters, since=moment)
+    click.echo(f"exported {count} runs to {parquet}")

@@ -1,0 +1,78 @@
+"""``expdna pin`` and ``expdna which``: checkpoints bound to the runs that made them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from expdna.cli.output import emit_json
+from expdna.cli.store import open_store
+from expdna.errors import NotFoundError
+from expdna.manifest.dna import short
+from expdna.store.entities import PinRecord, iso
+
+_MATCHES = {True: "yes", False: "NO (changed)", None: "-"}
+
+
+def pin_table(found: Sequence[PinRecord]) -> list[str]:
+    lines = [f"{'RUN':<30}  {'DNA':<12}  {'NAME':<24}  {'MATCHES':<12}  PINNED"]
+    for pin in found:
+        name = pin.name or "-"
+        name = name if len(name) <= 24 else name[:23] + "…"
+        lines.append(
+            f"{pin.run_id:<30}  {short(pin.dna):<12}  {name:<24}  "
+            f"{_MATCHES[pin.matches]:<12}  {iso(pin.pinned_at)}"
+        )
+    return lines
+
+
+@click.command("pin")
+@click.argument("checkpoint", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+                metavar="CHECKPOINT")
+@click.option("--run", "run", required=True, metavar="RUN",
+              help="The run that made it: a run id or a DNA prefix (>= 6 hex).")
+@click.option("--name", metavar="NAME", help="A name to find it by (default: the file name).")
+@click.option("--json", "as_json", is_flag=True, help="Print the pin as a JSON array.")
+@click.pass_context
+def pin_command(
+    ctx: click.Context, checkpoint: Path, run: str, name: str | None, as_json: bool
+) -> None:
+    """Bind a checkpoint's BLAKE3 digest (not the file) and a name to a recorded run.
+
+    `expdna which` then finds the run from the file (renamed or copied: by content) or
+    from the name.
+    """
+    with open_store(ctx) as store:
+        pin = store.pin_file(checkpoint, run=run, name=name)
+    if as_json:
+        emit_json([pin.to_dict()])
+        return
+    click.echo(
+        f"pinned {pin.name}  blake3:{short(pin.digest)}  ({pin.size} bytes)  to run "
+        f"{pin.run_id}  dna {short(pin.dna)}"
+    )
+
+
+@click.command("which")
+@click.argument("target", metavar="CHECKPOINT|NAME")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON array, newest first: run_id, dna, name, matches, digest...")
+@click.pass_context
+def which_command(ctx: click.Context, target: str, as_json: bool) -> None:
+    """Which run(s) made this checkpoint? A file is looked up by its content, so a renamed
+    or copied checkpoint is found; anything else by pin name (or blake3:<hex>).
+
+    MATCHES says whether the file still holds the pinned bytes (the pinned path, when
+    asked by name). Exit 1 when no run pinned it.
+    """
+    with open_store(ctx) as store:
+        found = store.which(target)
+    if not found:
+        raise NotFoundError(f"not found: no recorded run pinned {target!r}")
+    if as_json:
+        emit_json([pin.to_dict() for pin in found])
+        return
+    for line in pin_table(found):
+        click.echo(line.rstrip())

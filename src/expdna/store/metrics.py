@@ -1,0 +1,116 @@
+"""Final metrics added to a run after it was recorded.
+
+Metrics are outside the DNA and outside the run's identity: the stored manifest (an
+immutable object) keeps what was recorded, and the index rows that answer questions about
+metrics are brought up to date instead: numeric metrics in ``metrics``, other values as
+facts under ``metrics.<name>`` (as recording flattens them). A name given again replaces
+its old value, nested names included (``reward`` replaces ``reward.mean``); names not
+given are left as they are.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection, delete, select
+
+from expdna.errors import InvalidInputError
+from expdna.store.flatten import flatten
+from expdna.store.index import Index
+from expdna.store.intern import InternCache, intern_pairs
+from expdna.store.models import Fact, FactPath, FactValue, Metric
+from expdna.store.queries import resolve, run_pk
+from expdna.store.write import bulk_insert, chunks
+
+_PREFIX = "metrics."
+
+
+def plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics`` as plain JSON values (numpy scalars become int/float); bad input is exit 2."""
+    if not isinstance(metrics, Mapping):
+        raise InvalidInputError(f"metrics must be a mapping of names to values, not "
+                                f"{type(metrics).__name__}")
+    return {_name(key): _plain(value, str(key)) for key, value in metrics.items()}
+
+
+def _name(key: Any) -> str:
+    if not isinstance(key, str) or not key or key.startswith(".") or key.endswith("."):
+        raise InvalidInputError(f"metric name {key!r} is not usable (a non-empty string)")
+    return key
+
+
+def _plain(value: Any, where: str) -> Any:
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {_name(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, where) for v in value]
+    raise InvalidInputError(
+        f"metric {where}: {type(value).__name__} is not a number, string, list or mapping"
+    )
+
+
+def _owned(name: str, roots: set[str]) -> bool:
+    """``name`` is one of ``roots`` or lies below one (``reward.mean`` below ``reward``)."""
+    return name in roots or any(name.startswith(root + ".") for root in roots)
+
+
+def upsert_metrics(conn: Connection, run: int, metrics: dict[str, Any]) -> None:
+    """Replace the run's index rows for the names in ``metrics`` (inside a write transaction)."""
+    roots = set(metrics)
+    facts, numeric = flatten({"metrics": metrics})
+
+    stored = conn.execute(select(Metric.name).where(Metric.run_pk == run)).scalars().all()
+    stale = sorted(name for name in stored if _owned(name, roots))
+    for part in chunks(stale):
+        conn.execute(delete(Metric).where(Metric.run_pk == run, Metric.name.in_(part)))
+    bulk_insert(conn, Metric, ("run_pk", "name", "value"),
+                [(run, name, value) for name, value in sorted(numeric.items())])
+
+    # Facts of the replaced names: every value of those paths that this run holds. The
+    # facts key (value id, run) makes each a point lookup; fact_paths is small.
+    paths = conn.execute(
+        select(FactPath.id, FactPath.path)
+        .where(FactPath.path >= _PREFIX, FactPath.path < "metrics/")
+    ).all()
+    path_ids = [pid for pid, path in paths if _owned(path[len(_PREFIX):], roots)]
+    for ids in chunks(path_ids):
+        conn.execute(delete(Fact).where(
+            Fact.run_pk == run,
+            Fact.value_id.in_(select(FactValue.id).where(FactValue.path_id.in_(ids))),
+        ))
+    if facts:
+        interned = intern_pairs(conn, facts, InternCache())
+        bulk_insert(conn, Fact, ("value_id", "run_pk"),
+                    sorted((interned.values[pair], run) for pair in facts))
+
+
+def read_metrics(conn: Connection, run: int) -> dict[str, float]:
+    rows = conn.execute(
+        select(Metric.name, Metric.value).where(Metric.run_pk == run).order_by(Metric.name)
+    )
+    return {str(name): float(value) for name, value in rows}
+
+
+def record_metrics(index: Index, run_id: str, metrics: Mapping[str, Any]) -> dict[str, float]:
+    """:meth:`expdna.store.Store.record_metrics`."""
+    clean = plain_metrics(metrics)
+
+    def body(conn: Connection) -> dict[str, float]:
+        key = run_pk(conn, run_id)
+        upsert_metrics(conn, key, clean)
+        return read_metrics(conn, key)
+
+    return index.write_retrying(body)
+
+
+def metrics_of(index: Index, ref: str) -> dict[str, float]:
+    with index.read() as conn:
+        return read_metrics(conn, run_pk(conn, resolve(conn, ref).run_id))

@@ -1,0 +1,136 @@
+"""Work per manifest section, done once for every distinct section a recorder meets.
+
+Recording checks each run's DNA and flattens each leaf into facts. Both are pure functions
+of one top-level section (the DNA sections given an empty ``config.dna_ignore``), and most
+sections repeat across runs: one environment, a handful of hardware setups, one dataset,
+the code of a few commits. A section is recognised by the BLAKE3 of its JSON, and that JSON
+is the store form's own: the document's bytes are assembled from its sections' JSON, so
+nothing is dumped twice, and a repeated section costs a hash and a dict lookup instead of a
+projection, canonical JSON and a walk.
+
+:func:`split` gives up (returns None) where the assembled bytes could differ from
+:func:`expdna.store.storeform.dumps` of the whole document (a non-finite float, which that
+writes as a marker string after normalising the whole document); callers then take the
+whole-document path. Tests hold the two paths equal.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from expdna.digest import hex_of
+from expdna.manifest.canonical import canonical_bytes
+from expdna.manifest.dna import DNA_VERSION, PROJECTIONS
+from expdna.manifest.model import DNA_SECTIONS
+from expdna.store.flatten import COLUMN_KEYS, flatten
+
+Pair = tuple[str, str]
+#: Entries kept per memo; past it the memo starts again (sections unique to one run, such
+#: as a config naming the run's output directory, would otherwise fill it).
+MAX_ENTRIES = 20_000
+#: Top-level keys whose facts are memoised (the rest differ per run: metrics, timings).
+SHARED = frozenset(DNA_SECTIONS) | {"command"}
+
+
+#: json.dumps with these options, built once (json.dumps builds an encoder per call when
+#: given options, which cost more than the encoding of a small section).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def to_json(value: Any) -> str:
+    """Compact JSON as the store form writes it (no non-finite floats: ValueError)."""
+    return _ENCODER.encode(value)
+
+
+def split(doc: dict[str, Any]) -> dict[str, str] | None:
+    """Each top-level value of ``doc`` as compact JSON, or None (see the module doc)."""
+    try:
+        return {key: to_json(value) for key, value in doc.items()}
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_json(key: str) -> str:
+    return to_json(key) + ":"
+
+
+def assemble(doc: dict[str, Any], parts: dict[str, str]) -> bytes:
+    """The bytes ``storeform.dumps(doc)`` writes, from the JSON of each top-level value."""
+    body = ",".join(_key_json(key) + parts[key] for key in doc)
+    return ("{" + body + "}").encode("utf-8")
+
+
+def section_digest(name: str, section: Any) -> str:
+    """One DNA section's digest, as :func:`expdna.manifest.dna.compute_dna` computes it for
+    a manifest without ``dna_ignore`` (tests hold the two equal on the DNA vectors)."""
+    return hex_of(canonical_bytes(PROJECTIONS[name](section), drop_none_values=True))
+
+
+def _bounded(memo: dict[Any, Any]) -> dict[Any, Any]:
+    if len(memo) >= MAX_ENTRIES:
+        memo.clear()
+    return memo
+
+
+@dataclass
+class SectionMemo:
+    """Section digests and facts by (section, BLAKE3 of its JSON); one per recorder."""
+
+    _digests: dict[tuple[str, str], str] = field(default_factory=dict)
+    _facts: dict[tuple[str, str], frozenset[Pair]] = field(default_factory=dict)
+    _values: dict[tuple[str, ...], str] = field(default_factory=dict)
+
+    @staticmethod
+    def keys(doc: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
+        """The BLAKE3 of each memoised section's JSON ("" for an empty section)."""
+        return {key: hex_of(parts[key].encode()) if doc.get(key) else ""
+                for key in SHARED if key in doc}
+
+    def sections(self, doc: dict[str, Any], keys: dict[str, str]) -> dict[str, str]:
+        """The DNA section digests of ``doc`` (whose ``config.dna_ignore`` is empty)."""
+        digests: dict[str, str] = {}
+        for name in DNA_SECTIONS:
+            key = (name, keys.get(name, ""))
+            digest = self._digests.get(key)
+            if digest is None:
+                digest = section_digest(name, doc.get(name) or {})
+                _bounded(self._digests)[key] = digest
+            digests[name] = digest
+        return digests
+
+    def value(self, sections: dict[str, str]) -> str:
+        """The DNA value over section digests (compute_dna's last step)."""
+        key = tuple(sections[name] for name in DNA_SECTIONS)
+        found = self._values.get(key)
+        if found is None:
+            found = hex_of(canonical_bytes({"version": DNA_VERSION, "sections": sections}))
+            _bounded(self._values)[key] = found
+        return found
+
+    def facts(
+        self, doc: dict[str, Any], keys: dict[str, str]
+    ) -> tuple[tuple[frozenset[Pair], ...], dict[str, float]]:
+        """``flatten(doc)`` as one fact set per top-level key (a repeated section's set is
+        the same object, which writers use to intern it once), and the numeric metrics."""
+        groups: list[frozenset[Pair]] = []
+        metrics: dict[str, float] = {}
+        for key, value in doc.items():
+            if key in COLUMN_KEYS:
+                continue
+            if key in keys:
+                memo_key = (key, keys[key])
+                found = self._facts.get(memo_key)
+                if found is None:
+                    found = frozenset(flatten({key: value})[0])
+                    _bounded(self._facts)[memo_key] = found
+            else:
+                facts, numeric = flatten({key: value})
+                found = frozenset(facts)
+                metrics.update(numeric)
+            if found:
+                groups.append(found)
+        return tuple(groups), metrics
