@@ -40,17 +40,6 @@ def expdna(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "proj"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "train.py").write_text("print('train')\n")
-    git(path, "add", "train.py")
-    git(path, "commit", "-q", "-m", "first")
-    return path
-
-
-@pytest.fixture
 def out(tmp_path: Path) -> Path:
     # Manifests go outside the repo: an untracked manifest would make the checkout dirty.
     path = tmp_path / "out"
