@@ -4,7 +4,8 @@ PostgreSQL: one statement binding one array per column,
 ``INSERT ... SELECT * FROM unnest(%s::type[], ...) ON CONFLICT (...) DO NOTHING``. A
 multi-row ``VALUES`` list (what SQLAlchemy's executemany becomes there) has a placeholder
 per value, which psycopg parses one by one: for 500 runs of 21 columns that was ~5x slower
-than the arrays. SQLite: SQLAlchemy's executemany (``RETURNING`` batched by SQLAlchemy).
+than the arrays. SQLite (the other dialect expdna opens): SQLAlchemy's executemany, with
+``RETURNING`` batched by SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Connection, Table
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 
 from expdna.store.models import Base
-
-_INSERTS = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 
 
 def _table(entity: type[Base]) -> Table:
@@ -56,7 +55,7 @@ def insert_absent(
     table = _table(entity)
     if conn.dialect.name == "postgresql":
         return _unnest(conn, table, rows, keys, returning)
-    stmt = _INSERTS[conn.dialect.name](table).on_conflict_do_nothing(index_elements=list(keys))
+    stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
     if returning:
         return [tuple(row) for row in conn.execute(
             stmt.returning(*(table.c[name] for name in returning)), list(rows)

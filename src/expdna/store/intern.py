@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, select
 
+from expdna.store.bulk import insert_absent
 from expdna.store.models import FactPath, FactValue
 
 #: Rows per IN list (under SQLite's parameter limit) and per executemany.
@@ -84,10 +85,14 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
     if not missing:
         return Interned(values, {}, {})
     paths = _path_ids(conn, {path for path, _ in missing}, cache)
-    conn.exec_driver_sql(
-        _insert_ignore_sql(conn, FactValue.__tablename__, ("path_id", "value")),
-        [(paths[path], value) for path, value in missing],
-    )
+    if conn.dialect.name == "postgresql":  # arrays: see expdna.store.bulk
+        insert_absent(conn, FactValue, [{"path_id": paths[path], "value": value}
+                                        for path, value in missing], ("path_id", "value"))
+    else:
+        conn.exec_driver_sql(
+            _insert_ignore_sql(conn, FactValue.__tablename__, ("path_id", "value")),
+            [(paths[path], value) for path, value in missing],
+        )
     by_path: dict[str, list[str]] = defaultdict(list)
     for path, value in missing:
         by_path[path].append(value)

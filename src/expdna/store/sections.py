@@ -29,8 +29,9 @@ from expdna.store.flatten import COLUMN_KEYS, flatten
 
 Pair = tuple[str, str]
 #: Entries kept per memo; past it the memo starts again (sections unique to one run, such
-#: as a config naming the run's output directory, would otherwise fill it).
-MAX_ENTRIES = 20_000
+#: as a config naming the run's output directory, would otherwise fill it). A fact set is a
+#: few KB: this bounds the memo to ~25 MB, and a restart costs one miss per hot section.
+MAX_ENTRIES = 4096
 #: Top-level keys whose facts are memoised (the rest differ per run: metrics, timings).
 SHARED = frozenset(DNA_SECTIONS) | {"command"}
 
