@@ -473,3 +473,104 @@ def test_a_hanging_git_times_out(tmp_path: Path) -> None:
     while not _gone_or_zombie(sleeper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone_or_zombie(sleeper), "the hung git's child survived the timeout"
+
+
+# --- repository-selecting variables in the environment (git hooks, an exported GIT_DIR) --
+
+
+def _asked_and_other(tmp_path: Path) -> tuple[Path, Path]:
+    """``asked`` with one unstaged change; ``other`` clean, at another commit and content."""
+    asked = make_repo(tmp_path / "asked", {"a.txt": "asked\n"})
+    write(asked / "a.txt", "asked, edited\n")
+    other = make_repo(tmp_path / "other", {"b.txt": "other\n", "c.txt": "more\n"})
+    return asked, other
+
+
+def _expected(repo: Path) -> tuple[str, str]:
+    """(HEAD, diff against HEAD) read by a git that is told nothing from the environment."""
+    return git("rev-parse", "HEAD", cwd=repo), git("diff", "--full-index", "HEAD", cwd=repo)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"),
+        ("GIT_DIR",),
+        ("GIT_INDEX_FILE",),
+        ("GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY"),
+    ],
+)
+def test_git_variables_of_the_environment_do_not_select_another_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]
+) -> None:
+    asked, other = _asked_and_other(tmp_path)
+    (commit, diff), (other_commit, _) = _expected(asked), _expected(other)
+    values = {
+        "GIT_DIR": str(other / ".git"),
+        "GIT_WORK_TREE": str(other),
+        "GIT_INDEX_FILE": str(other / ".git" / "index"),
+        "GIT_COMMON_DIR": str(other / ".git"),
+        "GIT_OBJECT_DIRECTORY": str(other / ".git" / "objects"),
+    }
+    for name in names:
+        monkeypatch.setenv(name, values[name])
+
+    section = collect(asked)
+
+    assert list(section) == ["asked"]
+    state = section["asked"]
+    assert state["commit"] == commit != other_commit
+    assert state["dirty"] is True
+    patch = state["patch"]
+    assert isinstance(patch, dict)
+    assert patch["text"].strip() == diff and "asked, edited" in patch["text"]
+    for name in names:  # the user's own environment is left as it was
+        assert os.environ[name] == values[name]
+
+
+def test_a_clean_repository_stays_clean_under_another_repositorys_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean = make_repo(tmp_path / "clean")
+    other = make_repo(tmp_path / "other", {"b.txt": "other\n"})
+    write(other / "b.txt", "other, edited\n")
+    git("add", "b.txt", cwd=other)
+    commit = _expected(clean)[0]
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    monkeypatch.setenv("GIT_INDEX_FILE", str(other / ".git" / "index"))
+    index = (other / ".git" / "index").read_bytes()
+
+    state = collect(clean)["clean"]
+
+    assert state["commit"] == commit
+    assert state["dirty"] is False and state["patch"] is None
+    assert (other / ".git" / "index").read_bytes() == index
+
+
+def test_variables_in_the_collect_context_alone_are_dropped_too(tmp_path: Path) -> None:
+    asked, other = _asked_and_other(tmp_path)
+    environ = {
+        **os.environ,
+        "GIT_DIR": str(other / ".git"),
+        "GIT_WORK_TREE": str(other),
+        "GIT_INDEX_FILE": str(other / ".git" / "index"),
+    }
+    state = collect(asked, environ=environ)["asked"]
+    assert state["commit"] == _expected(asked)[0]
+    assert state["dirty"] is True and "asked, edited" in state["patch"]["text"]  # type: ignore[index]
+
+
+def test_every_local_variable_of_the_installed_git_is_dropped() -> None:
+    from expdna.collectors.git import REPOSITORY_ENV
+
+    done = subprocess.run(
+        ["git", "rev-parse", "--local-env-vars"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=os.sep,
+    )
+    listed = set(done.stdout.split())
+    assert "GIT_DIR" in listed
+    assert listed <= REPOSITORY_ENV, f"add to REPOSITORY_ENV: {sorted(listed - REPOSITORY_ENV)}"

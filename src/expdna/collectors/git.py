@@ -2,8 +2,10 @@
 
 Repositories come from the caller's file, the working directory and ``--repo`` paths, in
 that order. Every git call goes through :func:`expdna.collectors.process.run` with optional
-locks off, so collecting never takes ``index.lock``; the patch of uncommitted work is made
-against a *copy* of the user's index, so their staging area is never touched.
+locks off, so collecting never takes ``index.lock``, and without the caller's ``GIT_DIR``,
+``GIT_INDEX_FILE`` and the like, so a git hook's environment cannot point it at another
+repository. The patch of uncommitted work is made against a *copy* of the user's index, so
+their staging area is never touched.
 """
 
 from __future__ import annotations
@@ -27,6 +29,22 @@ from expdna.digest import ALGORITHM, file_hex, ref_of
 log = logging.getLogger(__name__)
 
 _GIT_ENV = {"GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
+#: Variables that choose the repository, index, object store or refs git reads, or carry a
+#: parent git's ``-c`` settings: what ``git rev-parse --local-env-vars`` prints (the list git
+#: itself clears when it enters another repository; as of git 2.39, whose
+#: GIT_INTERNAL_SUPER_PREFIX later releases dropped) plus GIT_NAMESPACE. A unit test checks
+#: the installed git lists nothing more. A git hook runs with GIT_DIR and
+#: GIT_INDEX_FILE set, and a user may export GIT_DIR; left in, they would make every call
+#: read that repository instead of the one asked about. GIT_CEILING_DIRECTORIES and
+#: GIT_DISCOVERY_ACROSS_FILESYSTEM stay: they can only stop discovery, never redirect it,
+#: and users set them for reasons (slow network mounts, a checkout across mounts).
+REPOSITORY_ENV = frozenset({
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_GRAFT_FILE", "GIT_IMPLICIT_WORK_TREE",
+    "GIT_INDEX_FILE", "GIT_INTERNAL_SUPER_PREFIX", "GIT_NAMESPACE", "GIT_NO_REPLACE_OBJECTS",
+    "GIT_OBJECT_DIRECTORY", "GIT_PREFIX", "GIT_REPLACE_REF_BASE", "GIT_SHALLOW_FILE",
+    "GIT_WORK_TREE",
+})  # fmt: skip
 _DUBIOUS = re.compile(
     rb"detected dubious ownership in repository at '([^']*)'"
     rb"|unsafe repository \('([^']*)' is owned by someone else\)"
@@ -48,8 +66,10 @@ class GitError(Exception):
 class _Git:
     """Runs git for one collection: fixed environment, one shared deadline.
 
-    Directories that git refuses for dubious ownership are remembered and passed as
-    ``-c safe.directory=…`` on later command lines; no configuration file is ever written.
+    ``env`` holds no :data:`REPOSITORY_ENV` name, and none is inherited from ``os.environ``;
+    a call's own ``env`` (the temporary index of the patch) may set one. Directories that
+    git refuses for dubious ownership are remembered and passed as ``-c safe.directory=…``
+    on later command lines; no configuration file is ever written.
     """
 
     env: Mapping[str, str]
@@ -70,7 +90,13 @@ class _Git:
             left = self.deadline - time.monotonic()
             if left <= 0:
                 raise subprocess.TimeoutExpired(argv, self.budget_s)
-            done = process.run(argv, env={**self.env, **(env or {})}, timeout_s=left, input=input)
+            done = process.run(
+                argv,
+                env={**self.env, **(env or {})},
+                timeout_s=left,
+                input=input,
+                unset=REPOSITORY_ENV,
+            )
             refused = _dubious_dir(done, where)
             if refused is None or refused in self.safe_dirs or len(self.safe_dirs) > 16:
                 break
@@ -102,7 +128,8 @@ class _Repo:
 
 def collect_git(ctx: CollectContext) -> dict[str, Any]:
     """Describe every repository in play, keyed by the basename of its top level."""
-    git = _Git(env={**ctx.environ, **_GIT_ENV}, budget_s=ctx.timeout_s)
+    own = {k: v for k, v in ctx.environ.items() if k not in REPOSITORY_ENV}
+    git = _Git(env={**own, **_GIT_ENV}, budget_s=ctx.timeout_s)
     starts: list[tuple[Path, bool]] = []  # (directory, named explicitly by the user)
     if ctx.caller_file is not None:
         starts.append((_absolute(ctx, ctx.caller_file).parent, False))

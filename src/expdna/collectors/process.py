@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -50,14 +50,19 @@ def run(
     env: Mapping[str, str] | None = None,
     timeout_s: float,
     input: bytes | None = None,
+    unset: Collection[str] = (),
 ) -> Completed:
     """Run ``argv`` and return its exit status and output; never raises on a non-zero exit.
 
-    ``env`` is merged over ``os.environ`` when given. ``subprocess.TimeoutExpired`` is
+    ``env`` is merged over ``os.environ`` when given; names in ``unset`` are not inherited
+    from ``os.environ`` (``env`` may still set them). ``subprocess.TimeoutExpired`` is
     raised after ``timeout_s`` (the whole process group is killed first); ``OSError``
     (e.g. ``FileNotFoundError`` for a missing program) passes through.
     """
-    full_env = None if env is None else {**os.environ, **env}
+    full_env = None
+    if env is not None or unset:
+        inherited = {k: v for k, v in os.environ.items() if k not in unset}
+        full_env = {**inherited, **(env or {})}
     with subprocess.Popen(
         list(argv),
         cwd=cwd,
