@@ -391,3 +391,112 @@ def test_pin_goes_to_a_real_store_when_it_takes_pins(elsewhere: Path, tmp_path: 
     assert by_name.run_id == by_content.run_id == handle.run_id
     assert by_name.dna == handle.dna and by_name.size == len(b"weights")
     assert by_name.matches is True and by_content.matches is True
+
+
+# --- lineage= ----------------------------------------------------------------------------
+
+PARENT = "20260805_101500_host_a1b2"
+OTHER = "20260806_090000_host_c3d4"
+
+
+def test_lineage_is_written_to_the_manifest_outside_the_dna(
+    elsewhere: Path, tmp_path: Path
+) -> None:
+    from expdna.store import Store
+
+    plain_run = start(_args(), output_dir=None, caller_file=elsewhere)
+    handle = start(_args(), output_dir=tmp_path / "out", caller_file=elsewhere,
+                   lineage={"resumed_from": PARENT})
+    assert plain_run is not None and handle is not None and handle.manifest is not None
+    handle.add_runtime()
+    assert handle.warnings == [] and handle.path is not None
+    assert json.loads(handle.path.read_text())["lineage"] == [
+        {"relation": "resumed_from", "parent": PARENT}
+    ]
+    written = load_manifest(handle.path)
+    assert handle.dna == compute_dna(written).value
+    assert plain_run.manifest is not None  # the same setup without lineage: the same sections
+    before = compute_dna(plain_run.manifest).sections
+    assert compute_dna(written).sections == before and "lineage" not in before
+
+    with Store.open(tmp_path / "store") as store:
+        store.record(written)
+        report = store.lineage(written.run_id)
+    assert [(e.relation, e.parent, e.child, e.source) for e in report.ancestors] == [
+        ("resumed_from", PARENT, written.run_id, "manifest")
+    ]
+
+
+def test_lineage_pairs_keep_two_parents_and_bad_edges_are_dropped_with_warnings(
+    elsewhere: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from expdna.manifest.model import Lineage
+    from expdna.store import Store
+
+    caplog.set_level(logging.WARNING)
+    handle = start(
+        _args(), output_dir=None, store=tmp_path / "store", caller_file=elsewhere,
+        lineage=[
+            ("derived_from", PARENT),
+            Lineage(relation="derived_from", parent=OTHER),
+            ("derived_from", PARENT),  # said twice, recorded once
+            ("cloned_from", PARENT),  # not a relation the store knows
+            ("rerun_of", "../../etc/passwd"),  # not a run id
+            ("rerun_of", 42),
+            ("rerun_of",),
+            "resumed_from",
+        ],
+    )
+    assert handle is not None and handle.manifest is not None
+    assert [(e.relation, e.parent) for e in handle.manifest.lineage or []] == [
+        ("derived_from", PARENT), ("derived_from", OTHER)
+    ]
+    dropped = [w for w in handle.warnings if w.startswith("lineage")]
+    assert len(dropped) == 5
+    assert any("'cloned_from' is not one of resumed_from, rerun_of, derived_from" in w
+               for w in dropped)
+    assert any("'../../etc/passwd' is not a run id" in w for w in dropped)
+    assert sum("not a (relation, run id) pair" in w for w in dropped) == 2
+    assert {f"expdna: {w}" for w in dropped} <= set(_warnings(caplog))
+
+    handle.finish()  # the hook records the run itself: the store took the kept edges
+    assert not any("record" in w for w in handle.warnings)
+    with Store.open(tmp_path / "store") as store:
+        report = store.lineage(handle.run_id or "")
+    assert sorted((e.relation, e.parent) for e in report.ancestors) == [
+        ("derived_from", PARENT), ("derived_from", OTHER)
+    ]
+
+
+@pytest.mark.parametrize("bad", [42, "resumed_from", {"resumed_from": None}, {"parent": PARENT}])
+def test_unusable_lineage_is_a_warning_and_the_manifest_is_kept(
+    elsewhere: Path, bad: Any
+) -> None:
+    handle = start(_args(), output_dir=None, caller_file=elsewhere, lineage=bad)
+    assert handle is not None and handle.manifest is not None
+    assert handle.manifest.lineage is None
+    assert "lineage" not in handle.manifest.to_dict()
+    assert any(w.startswith("lineage") for w in handle.warnings)
+
+
+def test_a_lineage_naming_the_run_itself_is_dropped(elsewhere: Path) -> None:
+    from expdna.integrations.hook import _add_lineage
+
+    # The run id is made by start(), so a caller can only name it by mistake afterwards.
+    handle = start(_args(), output_dir=None, caller_file=elsewhere)
+    assert handle is not None and handle.manifest is not None
+    notes: list[str] = []
+    _add_lineage(handle.manifest, {"rerun_of": handle.manifest.run_id}, notes)
+    assert handle.manifest.lineage is None
+    assert notes == [f"lineage names this run ({handle.run_id}) as its own parent; dropped"]
+
+
+def test_track_forwards_lineage(elsewhere: Path, tmp_path: Path) -> None:
+    with track(_args(), output_dir=tmp_path / "out", caller_file=elsewhere,
+               lineage={"rerun_of": PARENT}) as run:
+        pass
+    assert run.path is not None
+    assert load_manifest(run.path).lineage is not None
+    assert json.loads(run.path.read_text())["lineage"] == [
+        {"relation": "rerun_of", "parent": PARENT}
+    ]

@@ -34,7 +34,7 @@ from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import ALGORITHM, file_hex
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.recording import StoreLink, guarded, write_file
-from expdna.manifest.model import Manifest
+from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,10 @@ PIN_DEADLINE_S = 600.0
 
 # Frames of these modules are the hook itself, not the training script that called it.
 _OWN_MODULES = ("expdna", "contextlib")
+
+#: ``lineage=`` of :func:`start`: ``{relation: parent run id}``, or a list of
+#: ``(relation, parent run id)`` pairs (needed for two parents of one relation).
+LineageArg = Mapping[str, str] | Iterable[tuple[str, str] | Lineage]
 
 
 def _caller_file() -> str | None:
@@ -201,6 +205,7 @@ def start(
     collectors: Iterable[str] | None = None,
     registry: Registry | None = None,
     caller_file: str | os.PathLike[str] | None = None,
+    lineage: LineageArg | None = None,
 ) -> RunHandle | None:
     """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
 
@@ -208,8 +213,12 @@ def start(
     model); ``None`` records the arguments parsed from ``sys.argv``. The manifest is written
     to ``<output_dir>/manifest_<run_id>.json`` by :meth:`RunHandle.add_runtime` (or
     :meth:`RunHandle.finish`) and recorded in ``store`` (a store directory or a ``Store``;
-    default ``$EXPDNA_STORE``, index ``$EXPDNA_INDEX_URL``). Never raises: returns ``None``
-    with one warning when no manifest can be collected at all.
+    default ``$EXPDNA_STORE``, index ``$EXPDNA_INDEX_URL``). ``lineage`` names earlier
+    runs this one continues, ``{"resumed_from": run_id}`` or ``[("derived_from", a),
+    ("derived_from", b)]`` (relations ``resumed_from``, ``rerun_of``, ``derived_from``); it
+    goes to the manifest's ``lineage`` list, outside the DNA, and an edge the store would
+    refuse is dropped with a warning. Never raises: returns ``None`` with one warning when
+    no manifest can be collected at all.
     """
     try:
         notes: list[str] = []
@@ -242,6 +251,8 @@ def start(
     except Exception as exc:  # the one promise: training goes on without a manifest
         log.warning("expdna: no manifest for this run: %s: %s", type(exc).__name__, exc)
         return None
+    if lineage is not None:
+        _add_lineage(manifest, lineage, notes)
     handle = RunHandle(
         manifest=manifest,
         output_dir=Path(output_dir) if output_dir is not None else None,
@@ -253,6 +264,56 @@ def start(
     for note in notes:
         handle._warn(note)
     return handle
+
+
+def _add_lineage(manifest: Manifest, lineage: Any, notes: list[str]) -> None:
+    """Put ``lineage=`` in the manifest's ``lineage`` list (outside the DNA: it stays)."""
+    try:
+        edges = _lineage_edges(lineage, manifest.run_id, notes)
+        if edges:
+            manifest.lineage = [Lineage(relation=r, parent=p) for r, p in edges]
+    except Exception as exc:  # lineage is an extra: it must never cost the manifest
+        notes.append(f"lineage not recorded: {type(exc).__name__}: {exc}")
+
+
+def _lineage_edges(lineage: Any, run_id: str, notes: list[str]) -> list[tuple[str, str]]:
+    """``lineage=`` as (relation, parent) pairs; each edge the store would refuse is a note.
+
+    Checked as :meth:`expdna.store.Store.record` checks a manifest's ``lineage`` list, so
+    one bad edge costs only itself, never the recording of the run.
+    """
+    from expdna.store.entities import RELATIONS
+    from expdna.store.prepare import RUN_ID
+
+    try:
+        if isinstance(lineage, Mapping):
+            entries: list[Any] = list(lineage.items())
+        elif isinstance(lineage, (str, bytes)) or not isinstance(lineage, Iterable):
+            raise TypeError("not a mapping or a list")
+        else:
+            entries = list(lineage)
+    except Exception as exc:  # a generator that raises, an object that lies about itself
+        notes.append(f"lineage={lineage!r} is neither {{relation: run id}} nor a list of "
+                     f"(relation, run id) pairs ({exc}); no lineage recorded")
+        return []
+    edges: list[tuple[str, str]] = []
+    for entry in entries:
+        if isinstance(entry, Lineage):
+            entry = (entry.relation, entry.parent)
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            notes.append(f"lineage entry {entry!r} is not a (relation, run id) pair; dropped")
+            continue
+        relation, parent = entry
+        if not isinstance(relation, str) or relation not in RELATIONS:
+            notes.append(f"lineage relation {relation!r} is not one of "
+                         f"{', '.join(RELATIONS)}; edge to {parent!r} dropped")
+        elif not isinstance(parent, str) or RUN_ID.fullmatch(parent) is None:
+            notes.append(f"lineage parent {parent!r} is not a run id; {relation} edge dropped")
+        elif parent == run_id:
+            notes.append(f"lineage names this run ({run_id}) as its own parent; dropped")
+        elif (relation, parent) not in edges:
+            edges.append((relation, parent))
+    return edges
 
 
 class Tracking:
@@ -287,6 +348,7 @@ def track(
     collectors: Iterable[str] | None = None,
     registry: Registry | None = None,
     caller_file: str | os.PathLike[str] | None = None,
+    lineage: LineageArg | None = None,
 ) -> Tracking:
     """Record a single-process run: ``with expdna.track(args, output_dir=...) as run:``.
 
@@ -295,10 +357,11 @@ def track(
     was impossible, so the body never needs a check). Set metrics with
     ``run.log_final(val_loss=...)`` or ``run.metrics[...]``. Exceptions of the training code
     pass through unchanged; the manifest is written and the metrics set so far recorded.
+    ``lineage`` is as for :func:`start`.
     """
     caller = caller_file if caller_file is not None else _caller_file()
     return Tracking(functools.partial(
         start, args, output_dir=output_dir, repos=repos, data=data, store=store,
         index_url=index_url, deadline_s=deadline_s, dna_ignore=dna_ignore,
-        collectors=collectors, registry=registry, caller_file=caller,
+        collectors=collectors, registry=registry, caller_file=caller, lineage=lineage,
     ))
