@@ -26,6 +26,8 @@ def _same(a: Prepared, b: Prepared) -> None:
     assert a.blobs == b.blobs
     assert a.row == b.row
     assert a.facts == b.facts
+    assert set(a.fact_sets) == set(b.fact_sets)
+    assert a.own_facts == b.own_facts
     assert a.metrics == b.metrics
     assert (a.dna, a.run_id, a.generated_at, a.lineage) == (b.dna, b.run_id, b.generated_at,
                                                              b.lineage)
@@ -74,7 +76,7 @@ def test_repeated_sections_share_one_fact_set() -> None:
     memo = SectionMemo()
     a = prepare_doc(synthetic(1, setup=1).to_dict(), memo=memo)
     b = prepare_doc(synthetic(2, setup=1).to_dict(), memo=memo)
-    shared = {id(g) for g in a.fact_groups} & {id(g) for g in b.fact_groups}
+    shared = {id(g) for g in a.fact_sets} & {id(g) for g in b.fact_sets}
     assert len(shared) >= 5  # code, training, environment, hardware, runtime, data...
     assert a.facts != b.facts  # config (output_dir) and metrics differ
 

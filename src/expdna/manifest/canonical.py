@@ -32,20 +32,22 @@ def _refuse(value: Any) -> Any:
     raise TypeError(f"cannot canonicalise a value of type {type(value).__name__}")
 
 
-def _make_encoder() -> Callable[[Any], str]:
-    """The C encoder, built once (``JSONEncoder.encode`` builds one on every call)."""
+def make_encoder(*, sort_keys: bool = True) -> Callable[[Any], str]:
+    """Compact JSON (no spaces, UTF-8 text, no NaN/Infinity) through the C encoder, built
+    once (``JSONEncoder.encode`` builds one on every call, which costs more than encoding a
+    small document). Other types raise TypeError, non-finite floats ValueError."""
     c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
     if c_make_encoder is None:  # an interpreter without the C accelerator
         return json.JSONEncoder(
-            ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
+            ensure_ascii=False, allow_nan=False, sort_keys=sort_keys, separators=(",", ":")
         ).encode
     iterencode = c_make_encoder(
-        None, _refuse, json.encoder.encode_basestring, None, ":", ",", True, False, False
+        None, _refuse, json.encoder.encode_basestring, None, ":", ",", sort_keys, False, False
     )
     return lambda value: "".join(iterencode(value, 0))
 
 
-_encode = _make_encoder()
+_encode = make_encoder()
 
 
 class _Slow(Exception):

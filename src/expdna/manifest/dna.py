@@ -189,6 +189,21 @@ def _per_allocation_name(key: str) -> bool:
     return _PER_ALLOCATION.match(key) is not None
 
 
+def is_per_run_arg(key: str) -> bool:
+    """A resolved-arg name that names one run (``output_dir``, ``run_name``, ``wandb_*``)."""
+    return _per_run_name(key)
+
+
+def is_per_allocation_env(name: str) -> bool:
+    """An environment variable that names one allocation (job ids, addresses, ports)."""
+    return _per_allocation_name(name)
+
+
+def is_volatile_resource(name: str) -> bool:
+    """A Ray resource that varies with each allocation (``node:<ip>``, measured memory)."""
+    return _volatile_resource(name)
+
+
 def _project_config(section: Mapping[str, Any]) -> Any:
     args = section.get("resolved_args") or {}
     roots = _output_roots(args)

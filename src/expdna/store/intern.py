@@ -1,4 +1,5 @@
-"""Interning fact paths and (path, value) pairs: text stored once, integers everywhere else.
+"""Interning fact paths, (path, value) pairs and fact sets: text stored once, integers
+everywhere else.
 
 Most values repeat across runs (a driver version, a package version, a GPU model), so the
 ids recording needs are almost always in a process-local cache; the cache takes only ids
@@ -14,13 +15,17 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, select
 
-from expdna.store.bulk import insert_absent
-from expdna.store.models import FactPath, FactValue
+from expdna.store.bulk import bulk_insert, insert_absent
+from expdna.store.factsets import FactSet as Facts
+from expdna.store.factsets import set_digest
+from expdna.store.models import FactPath, FactSet, FactSetMember, FactValue
 
 #: Rows per IN list (under SQLite's parameter limit) and per executemany.
 CHUNK = 500
 #: Cached (path, value) ids kept at most; past it the cache starts again.
 MAX_CACHED_VALUES = 200_000
+#: Cached fact set ids kept at most (a set unique to one run is rare: see factsets).
+MAX_CACHED_SETS = 50_000
 
 Pair = tuple[str, str]
 
@@ -29,6 +34,8 @@ Pair = tuple[str, str]
 class InternCache:
     paths: dict[str, int] = field(default_factory=dict)
     values: dict[Pair, int] = field(default_factory=dict)
+    #: fact set digest -> id
+    sets: dict[str, int] = field(default_factory=dict)
 
     def add(self, interned: Interned) -> None:
         """Take the ids of a transaction that committed."""
@@ -36,15 +43,20 @@ class InternCache:
         if len(self.values) + len(interned.new_values) > MAX_CACHED_VALUES:
             self.values.clear()
         self.values.update(interned.new_values)
+        if len(self.sets) + len(interned.new_sets) > MAX_CACHED_SETS:
+            self.sets.clear()
+        self.sets.update(interned.new_sets)
 
 
 @dataclass
 class Interned:
-    """Ids for one batch: every pair it needs, and the ones the cache lacked."""
+    """Ids for one batch: every pair and set it needs, and the ones the cache lacked."""
 
     values: dict[Pair, int]
     new_paths: dict[str, int]
     new_values: dict[Pair, int]
+    sets: dict[str, int] = field(default_factory=dict)
+    new_sets: dict[str, int] = field(default_factory=dict)
 
 
 def _chunks(items: list[str]) -> Iterable[list[str]]:
@@ -108,3 +120,43 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
     values.update(new_values)
     new_paths = {path: pid for path, pid in paths.items() if path not in cache.paths}
     return Interned(values, new_paths, new_values)
+
+
+def _set_ids(conn: Connection, digests: list[str]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for part in _chunks(digests):
+        rows = conn.execute(select(FactSet.digest, FactSet.id).where(FactSet.digest.in_(part)))
+        found.update({digest: set_id for digest, set_id in rows})
+    return found
+
+
+def intern_sets(
+    conn: Connection, sets: Iterable[Facts], interned: Interned, cache: InternCache
+) -> dict[Facts, int]:
+    """Ids for every fact set in ``sets``, inserting the new ones with their members (whose
+    value ids ``interned`` holds); records them in ``interned`` for the cache.
+
+    A set another writer inserts concurrently is written whole by that writer's
+    transaction (set row and members together), so a set row is never seen without them.
+    """
+    by_digest = {set_digest(facts): facts for facts in sets}
+    ids = {d: cache.sets[d] for d in by_digest if d in cache.sets}
+    missing = sorted(by_digest.keys() - ids.keys())
+    if missing:
+        found = _set_ids(conn, missing)
+        absent = [d for d in missing if d not in found]
+        inserted = dict(insert_absent(
+            conn, FactSet, [{"digest": d} for d in absent], ("digest",), ("digest", "id")
+        ))
+        members = sorted(
+            (interned.values[pair], set_id)
+            for digest, set_id in inserted.items() for pair in by_digest[digest]
+        )
+        bulk_insert(conn, FactSetMember, ("value_id", "set_id"), members)
+        racing = [d for d in absent if d not in inserted]  # PostgreSQL: committed meanwhile
+        found.update(_set_ids(conn, racing) if racing else {})
+        found.update(inserted)
+        ids.update(found)
+        interned.new_sets.update(found)
+    interned.sets.update(ids)
+    return {facts: ids[digest] for digest, facts in by_digest.items()}

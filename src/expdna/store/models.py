@@ -3,10 +3,12 @@
 Every constraint and index is named through the metadata's naming convention, so alembic's
 batch mode on SQLite can drop or alter them and PostgreSQL gets the same names.
 
-Sizing (1M runs): a run is one ``runs`` row (~0.8 KB with its indexes), its facts (~80
-rows of two integers, value id and run, kept in the primary key b-tree on SQLite:
-``WITHOUT ROWID``), the few values only it holds (``fact_values``), its blob references
-and a few metrics. Every query is an index lookup or range scan: nothing reads all runs.
+Sizing (1M runs): a run is one ``runs`` row (~0.8 KB with its indexes), a link to the
+fact set of each of its sections (~10 rows of two integers, kept in the primary key b-tree
+on SQLite: ``WITHOUT ROWID``), its own facts (a few rows alike), the few values only it
+holds (``fact_values``), its blob references and a few metrics. Fact sets are shared: a
+new run adds members only for a section no earlier run had. Every query is an index
+lookup or range scan: nothing reads all runs.
 """
 
 from __future__ import annotations
@@ -120,11 +122,13 @@ class FactValue(Base):
 
 
 class Fact(Base):
-    """Which runs hold which (path, value): the key (value id, run) is the lookup index.
+    """A run's own facts (expdna.store.factsets: the leaves that name the run, metrics,
+    collection notes): the key (value id, run) is the lookup index. The rest of a run's
+    facts are in the fact sets it links to (``run_fact_sets``).
 
-    Two integers a row, ~80 rows a run: interning values halves the index and the cost of
-    recording against (path, text, run) rows. No foreign keys: facts are written only with
-    their run in one transaction, and checking two parents per row cost a third of the time.
+    Two integers a row: interning values halves the index and the cost of recording
+    against (path, text, run) rows. No foreign keys: facts are written only with their run
+    in one transaction, and checking two parents per row cost a third of the time.
     """
 
     __tablename__ = "facts"
@@ -134,6 +138,45 @@ class Fact(Base):
     )
 
     value_id: Mapped[int] = mapped_column(Integer)
+    run_pk: Mapped[int] = mapped_column(Integer)
+
+
+class FactSet(Base):
+    """A section's shared facts (expdna.store.factsets), stored once for every run holding
+    them; ``digest`` is BLAKE3 of its sorted (path, value) pairs."""
+
+    __tablename__ = "fact_sets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    digest: Mapped[str] = mapped_column(HEX64, unique=True)
+
+
+class FactSetMember(Base):
+    """Which (path, value) a fact set holds: the key (value id, set) is the lookup index.
+
+    No foreign keys, as for ``facts``: a set's members are written with the set, once.
+    """
+
+    __tablename__ = "fact_set_members"
+    __table_args__ = (
+        PrimaryKeyConstraint("value_id", "set_id"),
+        {"sqlite_with_rowid": False},
+    )
+
+    value_id: Mapped[int] = mapped_column(Integer)
+    set_id: Mapped[int] = mapped_column(Integer)
+
+
+class RunFactSet(Base):
+    """Which runs hold a fact set: the key (set, run) answers a set's runs in one range."""
+
+    __tablename__ = "run_fact_sets"
+    __table_args__ = (
+        PrimaryKeyConstraint("set_id", "run_pk"),
+        {"sqlite_with_rowid": False},
+    )
+
+    set_id: Mapped[int] = mapped_column(Integer)
     run_pk: Mapped[int] = mapped_column(Integer)
 
 

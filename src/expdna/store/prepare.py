@@ -19,6 +19,7 @@ from expdna.manifest.model import Manifest
 from expdna.store.digests import ref
 from expdna.store.entities import RELATIONS
 from expdna.store.errors import DnaMismatchError
+from expdna.store.factsets import FactSet, partition
 from expdna.store.flatten import flatten
 from expdna.store.sections import SectionMemo, assemble, split, to_json
 from expdna.store.storeform import move_patches, to_store_form
@@ -47,15 +48,18 @@ class Prepared:
     manifest_digest: str
     blobs: tuple[BlobData, ...]
     row: dict[str, Any]
-    #: the facts, one set per top-level key; a section repeated across runs is one object
-    fact_groups: tuple[frozenset[tuple[str, str]], ...]
+    #: the shared fact sets, one per section (expdna.store.factsets); a section repeated
+    #: across runs is one object
+    fact_sets: tuple[FactSet, ...]
+    #: the facts that are the run's own, a row each
+    own_facts: FactSet
     metrics: dict[str, float]
     #: (relation, parent run id) from the manifest's ``lineage`` list
     lineage: tuple[tuple[str, str], ...] = ()
 
     @property
     def facts(self) -> frozenset[tuple[str, str]]:
-        return frozenset().union(*self.fact_groups)
+        return self.own_facts.union(*self.fact_sets)
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,8 @@ class _Form:
     data: bytes
     digest: str
     patches: dict[str, bytes]
-    fact_groups: tuple[frozenset[tuple[str, str]], ...]
+    fact_sets: tuple[FactSet, ...]
+    own_facts: FactSet
     metrics: dict[str, float]
 
 
@@ -143,8 +148,8 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
     doc = _with_checked_dna(doc, source)
     form = to_store_form(doc)
     facts, metrics = flatten(form.doc)
-    return _Form(form.doc, form.data, form.digest, form.patches,
-                 (frozenset(facts),) if facts else (), metrics)
+    sets, own = partition(facts)
+    return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics)
 
 
 def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | None:
@@ -168,8 +173,8 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
     else:
         _check_match(stored, value, sections, source)
     data = assemble(form, parts)
-    groups, metrics = memo.facts(form, keys)
-    return _Form(form, data, hex_of(data), patches, groups, metrics)
+    sets, own, metrics = memo.facts(form, keys)
+    return _Form(form, data, hex_of(data), patches, sets, own, metrics)
 
 
 def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, str], ...]:
@@ -265,7 +270,8 @@ def prepare_doc(
         manifest_digest=form.digest,
         blobs=tuple(blobs),
         row=row,
-        fact_groups=form.fact_groups,
+        fact_sets=form.fact_sets,
+        own_facts=form.own_facts,
         metrics=form.metrics,
         lineage=lineage,
     )

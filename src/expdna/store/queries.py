@@ -1,7 +1,7 @@
 """Read queries over the index: resolve a run, list runs by filters, twins.
 
 Each answer is an index lookup or range scan: a run id through its unique index, a DNA
-prefix as a range on ``ix_runs_dna``, a fact filter as a range on the facts primary key
+prefix as a range on ``ix_runs_dna``, a fact filter as ranges on the facts and fact set keys
 (path id, value, run). Nothing here reads every run.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Connection, Row, Select, and_, or_, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, or_, select, union_all
 
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import short
@@ -24,7 +24,16 @@ from expdna.store.errors import (
     RunNotFoundError,
 )
 from expdna.store.flatten import query_value
-from expdna.store.models import SECTION_COLUMNS, Blob, Fact, FactPath, FactValue, Run
+from expdna.store.models import (
+    SECTION_COLUMNS,
+    Blob,
+    Fact,
+    FactPath,
+    FactSetMember,
+    FactValue,
+    Run,
+    RunFactSet,
+)
 from expdna.store.prepare import RUN_ID
 
 if TYPE_CHECKING:
@@ -192,9 +201,13 @@ def filtered(
             value_ids = select(FactValue.id).where(
                 FactValue.path_id.in_(ids), FactValue.value == query_value(condition.value)
             )
-            alternatives.append(
-                Run.id.in_(select(Fact.run_pk).where(Fact.value_id.in_(value_ids)))
+            # A run holds a fact itself or through a fact set (expdna.store.factsets).
+            sets = select(FactSetMember.set_id).where(FactSetMember.value_id.in_(value_ids))
+            holders = union_all(
+                select(Fact.run_pk).where(Fact.value_id.in_(value_ids)),
+                select(RunFactSet.run_pk).where(RunFactSet.set_id.in_(sets)),
             )
+            alternatives.append(Run.id.in_(holders))
         stmt = stmt.where(or_(*alternatives))
     return stmt
 

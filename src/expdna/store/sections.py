@@ -17,14 +17,14 @@ whole-document path. Tests hold the two paths equal.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from expdna.digest import hex_of
-from expdna.manifest.canonical import canonical_bytes
+from expdna.manifest.canonical import canonical_bytes, make_encoder
 from expdna.manifest.dna import DNA_VERSION, PROJECTIONS
 from expdna.manifest.model import DNA_SECTIONS
+from expdna.store.factsets import FactSet, split_section, strip_own
 from expdna.store.flatten import COLUMN_KEYS, flatten
 
 Pair = tuple[str, str]
@@ -36,14 +36,12 @@ MAX_ENTRIES = 4096
 SHARED = frozenset(DNA_SECTIONS) | {"command"}
 
 
-#: json.dumps with these options, built once (json.dumps builds an encoder per call when
-#: given options, which cost more than the encoding of a small section).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_encode = make_encoder(sort_keys=False)
 
 
 def to_json(value: Any) -> str:
     """Compact JSON as the store form writes it (no non-finite floats: ValueError)."""
-    return _ENCODER.encode(value)
+    return _encode(value)
 
 
 def split(doc: dict[str, Any]) -> dict[str, str] | None:
@@ -71,6 +69,14 @@ def section_digest(name: str, section: Any) -> str:
     return hex_of(canonical_bytes(PROJECTIONS[name](section), drop_none_values=True))
 
 
+#: Section JSON longer than this is keyed by its BLAKE3 rather than held in the memo.
+MAX_KEY_CHARS = 4096
+
+
+def _memo_key(text: str) -> str:
+    return text if len(text) <= MAX_KEY_CHARS else hex_of(text.encode())
+
+
 def _bounded(memo: dict[Any, Any]) -> dict[Any, Any]:
     if len(memo) >= MAX_ENTRIES:
         memo.clear()
@@ -82,13 +88,16 @@ class SectionMemo:
     """Section digests and facts by (section, BLAKE3 of its JSON); one per recorder."""
 
     _digests: dict[tuple[str, str], str] = field(default_factory=dict)
-    _facts: dict[tuple[str, str], frozenset[Pair]] = field(default_factory=dict)
+    _facts: dict[tuple[str, str], tuple[FactSet, FactSet]] = field(default_factory=dict)
     _values: dict[tuple[str, ...], str] = field(default_factory=dict)
+    _projections: dict[tuple[str, str], str] = field(default_factory=dict)
+    _shared: dict[tuple[str, str], FactSet] = field(default_factory=dict)
 
     @staticmethod
     def keys(doc: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
-        """The BLAKE3 of each memoised section's JSON ("" for an empty section)."""
-        return {key: hex_of(parts[key].encode()) if doc.get(key) else ""
+        """Each memoised section's key: its JSON itself, or the BLAKE3 of a long one (which
+        no JSON text equals); "" for an empty section."""
+        return {key: _memo_key(parts[key]) if doc.get(key) else ""
                 for key in SHARED if key in doc}
 
     def sections(self, doc: dict[str, Any], keys: dict[str, str]) -> dict[str, str]:
@@ -98,10 +107,24 @@ class SectionMemo:
             key = (name, keys.get(name, ""))
             digest = self._digests.get(key)
             if digest is None:
-                digest = section_digest(name, doc.get(name) or {})
+                digest = self._projected_digest(name, doc.get(name) or {})
                 _bounded(self._digests)[key] = digest
             digests[name] = digest
         return digests
+
+    def _projected_digest(self, name: str, section: Any) -> str:
+        """:func:`section_digest`, memoised on the projection: sections that differ only
+        in what the DNA leaves out (a run's output directory) share one canonicalisation."""
+        projection = PROJECTIONS[name](section)
+        try:
+            key = (name, _memo_key(to_json(projection)))
+        except (TypeError, ValueError):  # not plain JSON: canonical_bytes decides
+            return hex_of(canonical_bytes(projection, drop_none_values=True))
+        digest = self._projections.get(key)
+        if digest is None:
+            digest = hex_of(canonical_bytes(projection, drop_none_values=True))
+            _bounded(self._projections)[key] = digest
+        return digest
 
     def value(self, sections: dict[str, str]) -> str:
         """The DNA value over section digests (compute_dna's last step)."""
@@ -114,10 +137,12 @@ class SectionMemo:
 
     def facts(
         self, doc: dict[str, Any], keys: dict[str, str]
-    ) -> tuple[tuple[frozenset[Pair], ...], dict[str, float]]:
-        """``flatten(doc)`` as one fact set per top-level key (a repeated section's set is
-        the same object, which writers use to intern it once), and the numeric metrics."""
-        groups: list[frozenset[Pair]] = []
+    ) -> tuple[tuple[FactSet, ...], FactSet, dict[str, float]]:
+        """``flatten(doc)`` as :func:`expdna.store.factsets.partition` splits it: one shared
+        set per section (a repeated section's set is the same object, which writers use to
+        intern it once), the run's own facts, and the numeric metrics."""
+        sets: list[FactSet] = []
+        own: set[Pair] = set()
         metrics: dict[str, float] = {}
         for key, value in doc.items():
             if key in COLUMN_KEYS:
@@ -126,12 +151,29 @@ class SectionMemo:
                 memo_key = (key, keys[key])
                 found = self._facts.get(memo_key)
                 if found is None:
-                    found = frozenset(flatten({key: value})[0])
+                    found = self._section_facts(key, value)
                     _bounded(self._facts)[memo_key] = found
+                shared, mine = found
             else:
                 facts, numeric = flatten({key: value})
-                found = frozenset(facts)
+                shared, mine = split_section(facts)
                 metrics.update(numeric)
-            if found:
-                groups.append(found)
-        return tuple(groups), metrics
+            if shared:
+                sets.append(shared)
+            own |= mine
+        return tuple(sets), frozenset(own), metrics
+
+    def _section_facts(self, key: str, value: Any) -> tuple[FactSet, FactSet]:
+        """(shared set, own facts) of one section; the shared set memoised on the section
+        without its own leaves, so a config that differs only in its output directory is
+        flattened once (its own leaves alone are flattened per run)."""
+        parts = strip_own(key, value)
+        if parts is None:
+            return split_section(flatten({key: value})[0])
+        stripped, own = parts
+        shared_key = (key, _memo_key(to_json(stripped)))
+        shared = self._shared.get(shared_key)
+        if shared is None:
+            shared = frozenset(flatten({key: stripped})[0])
+            _bounded(self._shared)[shared_key] = shared
+        return shared, frozenset(flatten({key: own})[0]) if own else frozenset()

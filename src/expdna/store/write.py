@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
-from itertools import repeat
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Table, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
 from expdna.digest import ALGORITHM
-from expdna.store.bulk import insert_absent
+from expdna.store.bulk import bulk_insert, insert_absent, table_of
 from expdna.store.entities import RecordStatus
-from expdna.store.intern import InternCache, Interned, intern_pairs
+from expdna.store.intern import InternCache, Interned, intern_pairs, intern_sets
 from expdna.store.models import (
     LINEAGE_KEY,
     Base,
@@ -29,6 +28,7 @@ from expdna.store.models import (
     Metric,
     Run,
     RunBlob,
+    RunFactSet,
 )
 from expdna.store.prepare import Prepared
 
@@ -52,11 +52,6 @@ def insert_ignore(conn: Connection, entity: type[Base], keys: list[str]) -> Inse
     make = _INSERTS[conn.dialect.name]
     stmt: Insert = make(table_of(entity)).on_conflict_do_nothing(index_elements=keys)
     return stmt
-
-
-def table_of(entity: type[Base]) -> Table:
-    """The Core table of a model: statements run on connections, never ORM sessions."""
-    return cast(Table, entity.__table__)
 
 
 def recorded_digests(conn: Connection, run_ids: Iterable[str]) -> dict[str, str]:
@@ -117,12 +112,12 @@ def write_batch(
     insert_absent(conn, Blob, [blobs[d] for d in sorted(blobs)], ["digest", "algorithm"])
     ids = blob_ids(conn, blobs)
 
-    # Runs share fact sets (one per repeated section): each distinct set is interned and
-    # turned into value ids once per batch.
-    groups = {id(group): group for p in new for group in p.fact_groups}
-    interned = intern_pairs(conn, set().union(*groups.values()), cache)
+    # Runs share fact sets (one per section, expdna.store.factsets): each distinct set is
+    # interned once per batch, and a run adds one row per set.
+    sets = list({id(fact_set): fact_set for p in new for fact_set in p.fact_sets}.values())
+    interned = intern_pairs(conn, set().union(*sets, *(p.own_facts for p in new)), cache)
     value_ids = interned.values
-    group_ids = {key: [value_ids[pair] for pair in group] for key, group in groups.items()}
+    set_ids = intern_sets(conn, sets, interned, cache)
 
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     run_rows = [
@@ -142,18 +137,21 @@ def write_batch(
             status[position] = "skipped" if same else "conflict"
 
     facts: list[tuple[int, int]] = []
+    run_sets: list[tuple[int, int]] = []
     links: list[tuple[int, int]] = []
     metrics: list[tuple[int, str, float]] = []
     for prepared in new:
         run_pk = inserted.get(prepared.run_id)
         if run_pk is None:
             continue
-        for group in prepared.fact_groups:
-            facts += zip(group_ids[id(group)], repeat(run_pk))
+        run_sets += [(set_ids[fact_set], run_pk) for fact_set in set(prepared.fact_sets)]
+        facts += [(value_ids[pair], run_pk) for pair in prepared.own_facts]
         links += [(run_pk, blob_id) for blob_id in sorted({ids[b.digest] for b in prepared.blobs})]
         metrics += [(run_pk, name, value) for name, value in prepared.metrics.items()]
     facts.sort()
+    run_sets.sort()
     bulk_insert(conn, Fact, ("value_id", "run_pk"), facts)
+    bulk_insert(conn, RunFactSet, ("set_id", "run_pk"), run_sets)
     bulk_insert(conn, RunBlob, ("run_pk", "blob_id"), links)
     bulk_insert(conn, Metric, ("run_pk", "name", "value"), metrics)
     edges = sorted(
@@ -167,37 +165,3 @@ def write_batch(
             for edge in edges
         ])
     return status, interned
-
-
-_MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
-
-
-def _executemany(conn: Connection, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
-    mark = _MARKS[conn.dialect.paramstyle]
-    marks = ", ".join(mark for _ in rows[0])
-    conn.exec_driver_sql(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
-
-
-def _copy(conn: Connection, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
-    # PostgreSQL: COPY on the transaction's own connection, several times faster than
-    # INSERT for thousands of small rows.
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    with driver.cursor() as cursor, cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-
-
-_BULK = {"postgresql": _copy}
-
-
-def bulk_insert(
-    conn: Connection, entity: type[Base], columns: tuple[str, ...], rows: list[tuple[Any, ...]]
-) -> None:
-    """Insert plain tuples, bypassing SQLAlchemy's per-row parameter processing (with ~80
-    fact rows a run, it was the largest cost of recording): executemany, or COPY."""
-    if not rows:
-        return
-    quote = conn.dialect.identifier_preparer.quote
-    names = ", ".join(quote(c) for c in columns)
-    _BULK.get(conn.dialect.name, _executemany)(conn, quote(table_of(entity).name), names, rows)
