@@ -57,6 +57,47 @@ def record_concurrently(root: Path, url: str | None, *, processes: int = 4, per:
     assert report.unreferenced == 0 and report.objects == len(expected) + 1  # + one patch
 
 
+PIN_DIGEST = "b3" * 32
+PINNERS = 4
+
+
+def _pin_and_link(job: tuple[str, str | None, int]) -> tuple[bool, ...]:
+    """One process: the same pin and the same lineage edge as every other, many times."""
+    root, url, seed = job
+    runs = [synthetic(i).run_id for i in range(3)]
+    new_edges = []
+    with Store.open(root, url) as store:
+        for k in range(15):
+            store.pin(run_id=runs[(seed + k) % 2], digest=PIN_DIGEST, name="best.pt")
+            new_edges.append(store.link(runs[0], runs[2], "resumed_from"))
+    return tuple(new_edges)
+
+
+def pin_and_link_concurrently(root: Path, url: str | None) -> None:
+    """Processes pinning the same bytes under one name to the same two runs, and adding the
+    same edge, all at once: one pin per run and one edge survive, and the edge is new to
+    exactly one of them."""
+    with Store.open(root, url) as store:
+        store.record_many([synthetic(i) for i in range(3)])
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(PINNERS) as pool:
+        answers = pool.map(_pin_and_link, [(str(root), url, k) for k in range(PINNERS)])
+    assert sum(new for answer in answers for new in answer) == 1
+    with Store.open(root, url) as store:
+        pins = store.which(f"blake3:{PIN_DIGEST}")
+        assert sorted(p.run_id for p in pins) == sorted(synthetic(i).run_id for i in range(2))
+        assert [p.name for p in pins] == ["best.pt", "best.pt"]
+        report = store.lineage(synthetic(2).run_id)
+        assert [(e.run_id, e.relation) for e in report.ancestors] == [
+            (synthetic(0).run_id, "resumed_from")
+        ]
+
+
+@pytest.mark.slow
+def test_concurrent_pins_and_links_on_sqlite(tmp_path: Path) -> None:
+    pin_and_link_concurrently(tmp_path / "store", None)
+
+
 @pytest.mark.slow
 def test_concurrent_recorders_on_sqlite(tmp_path: Path) -> None:
     # the store does not exist yet: the recorders also race to create it and its schema

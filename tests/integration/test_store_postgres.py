@@ -23,7 +23,7 @@ from expdna.store.index import open_index
 from expdna.store.migrate import HEAD, alembic_config, current_revision, upgrade
 from expdna.store.models import Base
 from expdna.store.queries import named_filter
-from tests.integration.test_store_concurrency import record_concurrently
+from tests.integration.test_store_concurrency import pin_and_link_concurrently, record_concurrently
 from tests.unit.test_store_factory import VBIOS, synthetic
 
 pytestmark = pytest.mark.postgres
@@ -155,3 +155,8 @@ def test_record_and_query_on_postgres(pg_store: Store) -> None:
 def test_concurrent_recorders_on_postgres(pg_store: Store, tmp_path: Path) -> None:
     url = pg_store.index.url.render_as_string(hide_password=False)
     record_concurrently(tmp_path / "team", url)
+
+
+def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) -> None:
+    url = pg_store.index.url.render_as_string(hide_password=False)
+    pin_and_link_concurrently(tmp_path / "team", url)
