@@ -13,9 +13,11 @@ from expdna.digest import ref_of
 from expdna.errors import ManifestError, ManifestTooLargeError
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import (
+    MAX_DEPTH,
     MAX_WRITE_BYTES,
     load_manifest,
     manifest_from_dict,
+    parse_json,
     write_manifest,
 )
 
@@ -180,3 +182,14 @@ def test_non_finite_and_big_numbers_are_written_as_standard_json(tmp_path: Path)
     raw = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(c))
     assert raw["metrics"] == {"loss": "<non-finite:nan>", "n": str(2**64)}
     assert load_manifest(path).dna == manifest.dna
+
+
+@pytest.mark.parametrize(("levels", "accepted"), [(MAX_DEPTH, True), (MAX_DEPTH + 1, False)])
+def test_the_depth_limit_counts_containers(levels: int, accepted: bool) -> None:
+    # the object itself is level 1; a leaf adds no level
+    text = b'{"x":' + b"[" * (levels - 1) + b"1" + b"]" * (levels - 1) + b"}"
+    if accepted:
+        assert parse_json(text, "t.json")["x"]
+    else:
+        with pytest.raises(ManifestError, match="nested deeper"):
+            parse_json(text, "t.json")

@@ -47,18 +47,20 @@ def _no_constants(name: str) -> Any:
 
 
 def _depth(value: Any, limit: int) -> int:
-    """Nesting depth, iteratively (a recursive walk is what deep input attacks)."""
+    """Nesting depth, iteratively (a recursive walk is what deep input attacks); only
+    containers are visited, since a manifest is mostly leaves. A scalar is depth 0."""
+    if type(value) is not dict and type(value) is not list:
+        return 0
     deepest = 0
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > limit:
             return depth
-        deepest = max(deepest, depth)
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+        if depth > deepest:
+            deepest = depth
+        children = node.values() if type(node) is dict else node
+        stack += [(v, depth + 1) for v in children if type(v) is dict or type(v) is list]
     return deepest
 
 
