@@ -274,6 +274,19 @@ def test_parquet_footer_facts(tmp_path: Path) -> None:
     }
 
 
+def test_table_suffixes_in_any_case_and_names_that_only_look_like_tables(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ds"
+    root.mkdir()
+    pq.write_table(table(3), root / "UPPER.PARQUET")
+    (root / "notes.parquet\nreally.txt").write_bytes(b"text")  # a newline in the name
+    (root / "parquet").write_bytes(b"no suffix")
+    [entry] = tables_of(tmp_path)
+    assert (entry["path"], entry["format"], entry["rows"]) == ("UPPER.PARQUET", "parquet", 3)
+    assert collect(tmp_path, "ds")["datasets"][0]["files"] == 3  # and no warning raised
+
+
 def test_schema_digest_ignores_metadata_and_sees_types(tmp_path: Path) -> None:
     plain = table()
     with_meta = plain.replace_schema_metadata({"writer": "someone else", "run": "42"})

@@ -111,6 +111,64 @@ def test_any_stat_change_misses_the_tree(tmp_path: Path, cache: DigestCache) -> 
     assert scan.digest() != before
 
 
+@pytest.mark.parametrize("where", ["nested", "behind a symlinked directory"])
+def test_an_in_place_edit_anywhere_misses_the_tree(
+    tmp_path: Path, cache: DigestCache, where: str
+) -> None:
+    """Same size, same name, deep down or reached through a symlink: the tree row misses
+    and that one file, and only it, is hashed again."""
+    root = tmp_path / "ds"
+    make_files(root)
+    if where == "nested":
+        path = root / "d0/deep/er/f.bin"
+        path.parent.mkdir(parents=True)
+    else:
+        (tmp_path / "outside").mkdir()
+        os.symlink(tmp_path / "outside", root / "d1/linked")
+        path = tmp_path / "outside/f.bin"
+    path.write_bytes(b"A" * 64)
+    before = digest_root(root, cache=cache, now_ns=later())
+    assert before.complete and digest_root(root, cache=cache).hashed == 0
+    time.sleep(0.01)  # the edit must move mtime_ns (nanosecond stamps here)
+    path.write_bytes(b"B" * 64)
+    after = digest_root(root, cache=cache, now_ns=later())
+    assert (after.hashed, after.cached) == (1, 5)
+    assert after.digest() != before.digest()
+    assert blake3(b"B" * 64).hexdigest() in {h for _, _, h in after.rows}
+
+
+#: Digests a tree in a fresh interpreter (own string interning, own object identities)
+#: after the per-file rows were deleted: only the whole-tree row can answer it.
+OTHER_PROCESS = """
+import sys
+from pathlib import Path
+from expdna.collectors.data import digest_root
+from expdna.collectors.digest_cache import DigestCache
+cache = DigestCache.open(Path(sys.argv[1]))
+scan = digest_root(Path(sys.argv[2]), cache=cache)
+print(scan.hashed, scan.cached, scan.digest())
+"""
+
+
+def test_another_process_is_answered_by_the_tree_row(tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    make_files(root, 6)
+    for rel in ("a", "d0/a", "d1/a", "x" * 200):  # short, repeated and long names
+        (root / rel).write_bytes(rel.encode())
+    cache = DigestCache.open(tmp_path / "cache")
+    assert cache is not None
+    digest = digest_root(root, cache=cache, now_ns=later()).digest()
+    cache.close()
+    with sqlite3.connect(tmp_path / "cache" / FILE_NAME) as conn:
+        conn.execute("DELETE FROM digests")
+    conn.close()
+    out = subprocess.run(
+        [sys.executable, "-c", OTHER_PROCESS, str(tmp_path / "cache"), str(root)],
+        capture_output=True, text=True, check=True, timeout=60,
+    ).stdout.split()
+    assert out == ["0", "10", str(digest)]
+
+
 def test_racy_files_are_not_trusted_on_the_next_run(tmp_path: Path, cache: DigestCache) -> None:
     """A file written within the racy window of the scan is hashed again next time."""
     root = tmp_path / "ds"

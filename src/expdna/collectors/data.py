@@ -16,12 +16,14 @@ Verifying a manifest's datasets against the disk is :mod:`expdna.compare.data`.
 
 from __future__ import annotations
 
+import marshal
 import os
 import re
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +44,16 @@ _UNESCAPE = re.compile(r"\\[\\tn]")
 
 #: (relpath, size, hex) of one file.
 Row = tuple[str, int, str]
-#: (relpath, stat key) of one file found by the walk; its path is ``Scan.base + relpath``.
-Item = tuple[str, "StatKey"]
+#: (relpath, *stat key) of one file found by the walk; its path is ``Scan.base + relpath``.
+#: One flat tuple, not a pair: half the allocations, and the garbage collector untracks
+#: tuples of atoms, which keeps its passes short during a walk of many files.
+Item = tuple[str, int, int, int, int, int]
 ListingSource = Callable[[str], "bytes | None"]
 _I64 = 1 << 63
+_S_IFMT, _S_IFREG, _S_IFDIR = 0o170000, stat.S_IFREG, stat.S_IFDIR  # stat.S_IFMT() inlined
+#: Directories are read through a descriptor where the platform allows it.
+_SCANDIR_FD = os.scandir in os.supports_fd
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,7 @@ class Scan:
         the walk found them."""
         if self._rows is not None and self.complete:
             return {"files": len(self._rows), "bytes": sum(row[1] for row in self._rows)}
-        return {"files": len(self.items), "bytes": sum(item[1][2] for item in self.items)}
+        return {"files": len(self.items), "bytes": sum(map(itemgetter(3), self.items))}
 
 
 def _escape(rel: str) -> str:
@@ -152,45 +160,67 @@ def _walk(root: Path, scan: Scan) -> list[Item]:
     if not stat.S_ISDIR(st.st_mode):
         scan.base = os.path.join(os.path.dirname(top), "")
         if stat.S_ISREG(st.st_mode):
-            found.append((os.path.basename(top), _key(st)))
+            found.append((os.path.basename(top), *_key(st)))
         return found
     scan.base = os.path.join(top, "")
     seen = {(st.st_dev, st.st_ino)}  # directories entered, against symlink cycles
-    stack = [("", top)]
+    stack = [("", scan.base)]
     while stack:
         prefix, directory = stack.pop()
         try:
-            entries = os.scandir(directory)
+            fd = os.open(directory, _DIR_FLAGS) if _SCANDIR_FD else None
         except OSError as exc:
-            scan.problems.append(f"{prefix or '.'}: cannot list ({exc.strerror})")
-            scan.complete = False
+            _unlistable(scan, prefix, exc)
             continue
-        with entries:
-            for entry in entries:
-                rel = prefix + entry.name
-                try:
-                    st = entry.stat()
-                except FileNotFoundError:
-                    scan.problems.append(f"{rel}: broken symlink, skipped")
-                    continue
-                except OSError as exc:
-                    scan.problems.append(f"{rel}: cannot stat ({exc.strerror})")
-                    scan.complete = False
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    ino = st.st_ino
-                    if ino >= _I64:  # SQLite integers are signed 64-bit
-                        ino -= 1 << 64
-                    found.append((rel, (st.st_dev, ino, st.st_size, st.st_mtime_ns,
-                                        st.st_ctime_ns)))
-                elif stat.S_ISDIR(st.st_mode):
-                    if (st.st_dev, st.st_ino) not in seen:
-                        seen.add((st.st_dev, st.st_ino))
-                        stack.append((rel + "/", entry.path))
-                else:
-                    scan.problems.append(f"{rel}: not a regular file, skipped")
-    found.sort()
+        try:
+            _list_dir(scan, prefix, directory, fd, found, stack, seen)
+        except OSError as exc:
+            _unlistable(scan, prefix, exc)
+        finally:
+            if fd is not None:
+                os.close(fd)
+    # Relpaths are unique, so this is the order of the tuples, found without comparing
+    # them (str keys take the fast path: ~1.2 ms for 10,000 files against ~2).
+    found.sort(key=itemgetter(0))
     return found
+
+
+def _list_dir(scan: Scan, prefix: str, directory: str, fd: int | None, found: list[Item],
+              stack: list[tuple[str, str]], seen: set[tuple[int, int]]) -> None:
+    """Add one directory's regular files to ``found`` and its new subdirectories to
+    ``stack``. This loop is most of a cached re-verify, so it inlines what it can."""
+    append = found.append
+    # Through the directory's descriptor each stat is an fstatat of one name, not a
+    # lookup of the whole path (~7% of the walk here).
+    with os.scandir(directory if fd is None else fd) as entries:
+        for entry in entries:
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                scan.problems.append(f"{prefix + entry.name}: broken symlink, skipped")
+                continue
+            except OSError as exc:
+                scan.problems.append(f"{prefix + entry.name}: cannot stat ({exc.strerror})")
+                scan.complete = False
+                continue
+            kind = st.st_mode & _S_IFMT
+            if kind == _S_IFREG:
+                ino = st.st_ino
+                if ino >= _I64:  # SQLite integers are signed 64-bit
+                    ino -= 1 << 64
+                append((prefix + entry.name,
+                        st.st_dev, ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+            elif kind == _S_IFDIR:
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    stack.append((f"{prefix}{entry.name}/", f"{directory}{entry.name}/"))
+            else:
+                scan.problems.append(f"{prefix + entry.name}: not a regular file, skipped")
+
+
+def _unlistable(scan: Scan, prefix: str, exc: OSError) -> None:
+    scan.problems.append(f"{prefix or '.'}: cannot list ({exc.strerror})")
+    scan.complete = False
 
 
 def _key(st: os.stat_result) -> StatKey:
@@ -272,7 +302,6 @@ def digest_root(
     now_ns = time.time_ns() if now_ns is None else now_ns
     scan = Scan()
     scan.items = items = _walk(root, scan)
-    keys = [item[1] for item in items]
     where = os.path.abspath(root)
     tree = _stat_digest(items) if cache is not None else ""
     if cache is not None and scan.complete:
@@ -282,6 +311,7 @@ def digest_root(
             scan._digest, scan._load = hit, lambda: cache.listing(hit)
             scan.cached = len(items)
             return scan
+    keys: list[StatKey] = [item[1:] for item in items]
     found: list[str | None] = (
         cache.lookup(keys) if cache is not None else [None] * len(items)
     )
@@ -293,10 +323,10 @@ def digest_root(
         _hash_missing(scan, found, todo, meter, sizes)
     scan.cached = len(items) - len(todo)
     rows: list[Row] = []
-    for i, (rel, key) in enumerate(items):
+    for i, item in enumerate(items):
         hexd = found[i]
         if hexd is not None:
-            rows.append((rel, sizes.get(i, key[2]), hexd))
+            rows.append((item[0], sizes.get(i, item[3]), hexd))
     scan._rows = rows
     if cache is not None:
         # A file that changed size while read, or a racy one, is not vouched for.
@@ -315,9 +345,10 @@ def digest_root(
 
 
 def _stat_digest(items: list[Item]) -> str:
-    import pickle  # deterministic bytes for tuples of str and int, ~6 ms for 10,000 files
-
-    return hex_of(pickle.dumps(items, protocol=5))
+    # marshal version 0 writes no back-references and no interning flags, so equal lists
+    # give equal bytes (and it decodes, so different lists give different ones); ~1.5 ms
+    # for 10,000 files against pickle's ~4. Another Python's bytes only cost a cache miss.
+    return hex_of(marshal.dumps(items, 0))
 
 
 def _racy_window_ns() -> int:
@@ -363,13 +394,17 @@ def describe_dataset(
     """The manifest entry of one digested dataset, and warnings."""
     warnings = list(scan.problems)
     entry: dict[str, Any] = {"root": str(root), "digest": scan.digest(), **scan.counts()}
-    from expdna.collectors.tabular import describe_tables, table_format
+    from expdna.collectors.tabular import FORMATS, describe_tables, table_format
 
-    if any(table_format(rel) for rel, _ in scan.items):
-        tables = describe_tables(
-            [(rel, scan.base + rel, hexd) for rel, _, hexd in scan.rows if table_format(rel)],
-            cache,
-        )
+    # One text search first: table_format builds a PurePosixPath (~5 us a file), which was
+    # most of collecting an unchanged dataset of 10,000 files. A name holding a newline
+    # may pass this test wrongly; the exact one below then decides.
+    names = "\n".join(map(itemgetter(0), scan.items)).lower() + "\n"
+    files: list[tuple[str, str, str]] = []
+    if any(f"{suffix}\n" in names for suffix in FORMATS):
+        files = [(rel, scan.base + rel, hexd) for rel, _, hexd in scan.rows if table_format(rel)]
+    if files:
+        tables = describe_tables(files, cache)
         warnings += tables.warnings
         if tables.entries:
             entry["table_groups" if tables.grouped else "tables"] = tables.entries
