@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from expdna.digest import hex_of, ref_of
 from expdna.manifest.io import load_manifest, manifest_from_dict, serialise, write_manifest
+from expdna.manifest.model import Manifest
 from expdna.store import Filter, Store
 from expdna.store.errors import (
     AmbiguousPrefixError,
@@ -299,3 +301,24 @@ def test_a_run_twice_in_one_batch(store: Store) -> None:
     statuses = [r.status for r in store.record_many([manifest, manifest, changed])]
     assert statuses == ["recorded", "skipped", "conflict"]
     assert len(store.runs()) == 1 and store.fsck().ok
+
+
+def test_recording_pauses_the_garbage_collector_per_batch_only(store: Store) -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    def manifests() -> Iterator[Manifest]:
+        for i in range(6):
+            seen.append(gc.isenabled())  # pulled while its batch is being made
+            yield synthetic(i)
+
+    assert gc.isenabled()
+    store.record_many(manifests(), batch_size=3)
+    assert seen == [False] * 6 and gc.isenabled()
+    gc.disable()
+    try:  # a caller's own choice is left alone
+        store.record_many([synthetic(7)])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
