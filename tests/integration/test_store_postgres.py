@@ -160,3 +160,17 @@ def test_concurrent_recorders_on_postgres(pg_store: Store, tmp_path: Path) -> No
 def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) -> None:
     url = pg_store.index.url.render_as_string(hide_password=False)
     pin_and_link_concurrently(tmp_path / "team", url)
+
+
+def test_postgres_statements_are_planned_for_their_parameters(pg_store: Store) -> None:
+    """No server-side prepared statements: a generic plan of the batch lookups scans a
+    whole path's values (see expdna.store.index)."""
+    from sqlalchemy import select
+
+    from expdna.store.models import Run
+
+    with pg_store.index.read() as conn:
+        for _ in range(8):  # psycopg would prepare from the fifth run on
+            conn.execute(select(Run.id).where(Run.run_id.in_(["a", "b"]))).all()
+        prepared = conn.exec_driver_sql("SELECT count(*) FROM pg_prepared_statements")
+        assert prepared.scalar_one() == 0

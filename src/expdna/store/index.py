@@ -158,6 +158,14 @@ def _transient(exc: DBAPIError) -> bool:
     return "database is locked" in str(exc.orig)
 
 
+#: psycopg prepares a statement server-side after its fifth run, and PostgreSQL then
+#: plans it once for any parameters. For the batch lookups (``value IN`` 500 values of
+#: one path) that generic plan scanned every value of the path: 88 ms a lookup at 30,000
+#: runs, growing with the history, against 4 ms planned per call. Planning each
+#: statement costs well under a millisecond.
+_PG_CONNECT_ARGS = {"prepare_threshold": None}
+
+
 def open_index(
     store_dir: Path, url: str | None, *, mounts_file: Path = DEFAULT_MOUNTS
 ) -> Index:
@@ -179,7 +187,9 @@ def open_index(
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
         try:
-            engine = create_engine(resolved, pool_pre_ping=True)
+            engine = create_engine(
+                resolved, pool_pre_ping=True, connect_args=_PG_CONNECT_ARGS
+            )
         except NoSuchModuleError:
             raise InvalidInputError(
                 "PostgreSQL needs psycopg 3: pip install 'expdna[postgres]'"
