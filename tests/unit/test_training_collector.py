@@ -119,6 +119,10 @@ def test_users_extend_the_table() -> None:
     # a name registered again does not appear twice
     register_training_field("rollouts", "num-rollouts", "rollout_count")
     assert TRAINING_FIELDS["rollouts"] == ("num_rollouts", "rollout_count")
+    # first=True moves a known name to the front too, ahead of the table's own
+    register_training_field("rollouts", "rollout_count", "n_rollouts", first=True)
+    assert TRAINING_FIELDS["rollouts"] == ("rollout_count", "n_rollouts", "num_rollouts")
+    assert training("train.py --num-rollouts 16 --rollout-count 4") == {"rollouts": 4}
     with pytest.raises(ValueError, match=r"group\.name"):
         register_training_field("a.b.c", "x")
     with pytest.raises(ValueError, match="at least one"):

@@ -99,8 +99,11 @@ def register_training_field(field: str, *names: str, first: bool = False) -> Non
         raise ValueError(f"register_training_field({field!r}, ...): need 'name' or "
                          "'group.name' and at least one argument name")
     known = TRAINING_FIELDS.get(field, ())
-    added = tuple(n for n in dict.fromkeys(_arg_name(n) for n in names) if n not in known)
-    TRAINING_FIELDS[field] = added + known if first else known + added
+    given = tuple(dict.fromkeys(_arg_name(n) for n in names))
+    if first:  # a known name given again moves to the front with the others
+        TRAINING_FIELDS[field] = given + tuple(n for n in known if n not in given)
+    else:
+        TRAINING_FIELDS[field] = known + tuple(n for n in given if n not in known)
 
 
 def _is_integer_field(field: str) -> bool:
