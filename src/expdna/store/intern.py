@@ -50,12 +50,11 @@ class InternCache:
 
 @dataclass
 class Interned:
-    """Ids for one batch: every pair and set it needs, and the ones the cache lacked."""
+    """Ids for one batch: every pair it needs, and the pairs and sets the cache lacked."""
 
     values: dict[Pair, int]
     new_paths: dict[str, int]
     new_values: dict[Pair, int]
-    sets: dict[str, int] = field(default_factory=dict)
     new_sets: dict[str, int] = field(default_factory=dict)
 
 
@@ -64,23 +63,11 @@ def _chunks(items: list[str]) -> Iterable[list[str]]:
         yield items[start:start + CHUNK]
 
 
-def _insert_ignore_sql(conn: Connection, table: str, columns: tuple[str, ...]) -> str:
-    # ON CONFLICT DO NOTHING is the same words in SQLite (>= 3.24) and PostgreSQL.
-    quote = conn.dialect.identifier_preparer.quote
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    return (
-        f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
-        f"VALUES ({', '.join(mark for _ in columns)}) ON CONFLICT DO NOTHING"
-    )
-
-
 def _path_ids(conn: Connection, paths: set[str], cache: InternCache) -> dict[str, int]:
     known = {path: cache.paths[path] for path in paths if path in cache.paths}
     missing = sorted(paths - known.keys())
     if missing:
-        conn.exec_driver_sql(
-            _insert_ignore_sql(conn, FactPath.__tablename__, ("path",)), [(p,) for p in missing]
-        )
+        insert_absent(conn, FactPath, [{"path": path} for path in missing], ("path",))
         for part in _chunks(missing):
             rows = conn.execute(select(FactPath.path, FactPath.id).where(FactPath.path.in_(part)))
             known.update({path: path_id for path, path_id in rows})
@@ -97,14 +84,8 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
     if not missing:
         return Interned(values, {}, {})
     paths = _path_ids(conn, {path for path, _ in missing}, cache)
-    if conn.dialect.name == "postgresql":  # arrays: see expdna.store.bulk
-        insert_absent(conn, FactValue, [{"path_id": paths[path], "value": value}
-                                        for path, value in missing], ("path_id", "value"))
-    else:
-        conn.exec_driver_sql(
-            _insert_ignore_sql(conn, FactValue.__tablename__, ("path_id", "value")),
-            [(paths[path], value) for path, value in missing],
-        )
+    insert_absent(conn, FactValue, [{"path_id": paths[path], "value": value}
+                                    for path, value in missing], ("path_id", "value"))
     by_path: dict[str, list[str]] = defaultdict(list)
     for path, value in missing:
         by_path[path].append(value)
@@ -134,7 +115,7 @@ def intern_sets(
     conn: Connection, sets: Iterable[Facts], interned: Interned, cache: InternCache
 ) -> dict[Facts, int]:
     """Ids for every fact set in ``sets``, inserting the new ones with their members (whose
-    value ids ``interned`` holds); records them in ``interned`` for the cache.
+    value ids ``interned`` holds); the new ids go to ``interned.new_sets`` for the cache.
 
     A set another writer inserts concurrently is written whole by that writer's
     transaction (set row and members together), so a set row is never seen without them.
@@ -158,5 +139,4 @@ def intern_sets(
         found.update(inserted)
         ids.update(found)
         interned.new_sets.update(found)
-    interned.sets.update(ids)
     return {facts: ids[digest] for digest, facts in by_digest.items()}
