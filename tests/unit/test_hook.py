@@ -488,7 +488,10 @@ def test_a_lineage_naming_the_run_itself_is_dropped(elsewhere: Path) -> None:
     notes: list[str] = []
     _add_lineage(handle.manifest, {"rerun_of": handle.manifest.run_id}, notes)
     assert handle.manifest.lineage is None
-    assert notes == [f"lineage names this run ({handle.run_id}) as its own parent; dropped"]
+    assert notes == [
+        "lineage names the run itself as its parent; "
+        f"edge 'rerun_of' -> {handle.run_id!r} dropped"
+    ]
 
 
 def test_track_forwards_lineage(elsewhere: Path, tmp_path: Path) -> None:

@@ -282,8 +282,7 @@ def _lineage_edges(lineage: Any, run_id: str, notes: list[str]) -> list[tuple[st
     Checked as :meth:`expdna.store.Store.record` checks a manifest's ``lineage`` list, so
     one bad edge costs only itself, never the recording of the run.
     """
-    from expdna.store.entities import RELATIONS
-    from expdna.store.prepare import RUN_ID
+    from expdna.store.prepare import edge_problem
 
     try:
         if isinstance(lineage, Mapping):
@@ -304,13 +303,9 @@ def _lineage_edges(lineage: Any, run_id: str, notes: list[str]) -> list[tuple[st
             notes.append(f"lineage entry {entry!r} is not a (relation, run id) pair; dropped")
             continue
         relation, parent = entry
-        if not isinstance(relation, str) or relation not in RELATIONS:
-            notes.append(f"lineage relation {relation!r} is not one of "
-                         f"{', '.join(RELATIONS)}; edge to {parent!r} dropped")
-        elif not isinstance(parent, str) or RUN_ID.fullmatch(parent) is None:
-            notes.append(f"lineage parent {parent!r} is not a run id; {relation} edge dropped")
-        elif parent == run_id:
-            notes.append(f"lineage names this run ({run_id}) as its own parent; dropped")
+        problem = edge_problem(relation, parent, run_id)
+        if problem is not None:
+            notes.append(f"{problem}; edge {relation!r} -> {parent!r} dropped")
         elif (relation, parent) not in edges:
             edges.append((relation, parent))
     return edges

@@ -177,6 +177,17 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
     return _Form(form, data, hex_of(data), patches, sets, own, metrics)
 
 
+def edge_problem(relation: Any, parent: Any, run_id: str) -> str | None:
+    """Why a ``lineage`` edge of run ``run_id`` cannot be recorded, or None when it can."""
+    if relation not in RELATIONS:
+        return f"lineage relation {relation!r} is not one of {', '.join(RELATIONS)}"
+    if not isinstance(parent, str) or RUN_ID.fullmatch(parent) is None:
+        return f"lineage parent {parent!r} is not a run id"
+    if parent == run_id:
+        return "lineage names the run itself as its parent"
+    return None
+
+
 def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, str], ...]:
     """The manifest's ``lineage`` list as (relation, parent) pairs; malformed is exit 2."""
     listed = doc.get("lineage")
@@ -188,15 +199,10 @@ def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, s
     for entry in listed:
         relation = entry.get("relation") if isinstance(entry, dict) else None
         parent = entry.get("parent") if isinstance(entry, dict) else None
-        if relation not in RELATIONS:
-            raise InvalidInputError(
-                f"{where}: lineage relation {relation!r} is not one of {', '.join(RELATIONS)}"
-            )
-        if not isinstance(parent, str) or RUN_ID.fullmatch(parent) is None:
-            raise InvalidInputError(f"{where}: lineage parent {parent!r} is not a run id")
-        if parent == run_id:
-            raise InvalidInputError(f"{where}: lineage names the run itself as its parent")
-        edges.add((str(relation), parent))
+        problem = edge_problem(relation, parent, run_id)
+        if problem is not None:
+            raise InvalidInputError(f"{where}: {problem}")
+        edges.add((str(relation), str(parent)))
     return tuple(sorted(edges))
 
 
