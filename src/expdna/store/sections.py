@@ -116,10 +116,7 @@ class SectionMemo:
         """:func:`section_digest`, memoised on the projection: sections that differ only
         in what the DNA leaves out (a run's output directory) share one canonicalisation."""
         projection = PROJECTIONS[name](section)
-        try:
-            key = (name, _memo_key(to_json(projection)))
-        except (TypeError, ValueError):  # not plain JSON: canonical_bytes decides
-            return hex_of(canonical_bytes(projection, drop_none_values=True))
+        key = (name, _memo_key(to_json(projection)))  # plain JSON: split() checked it
         digest = self._projections.get(key)
         if digest is None:
             digest = hex_of(canonical_bytes(projection, drop_none_values=True))
