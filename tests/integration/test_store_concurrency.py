@@ -104,6 +104,8 @@ def test_concurrent_recorders_on_sqlite(tmp_path: Path) -> None:
     record_concurrently(tmp_path / "store", None)
 
 
+# Calls of one batch (written in the recorder) and calls of two (the second batch's blobs
+# written by the helper process, expdna.store.blobwriter), in turn.
 _KILLED_RECORDER = """
 import itertools, sys
 from expdna.store import Store
@@ -111,9 +113,10 @@ from tests.unit.test_store_factory import synthetic
 first, span = int(sys.argv[1]), int(sys.argv[2])
 with Store.open(sys.argv[3]) as store:
     print("ready", flush=True)
-    for start in itertools.count(first, 25):  # until killed, over and over the same span
-        batch = [(start + k) % span for k in range(25)]
-        store.record_many([synthetic(i, setup=i // 2) for i in batch])
+    for call, start in enumerate(itertools.count(first, 150)):  # until killed, over and over
+        batch = [(start + k) % span for k in range(150)]
+        store.record_many([synthetic(i, setup=i // 2) for i in batch],
+                          batch_size=150 if call % 2 else 75)
 """
 SPAN = 1500
 
@@ -124,16 +127,19 @@ def test_a_recorder_killed_at_random_points_leaves_a_consistent_store(tmp_path: 
     Store.open(root).close()
     seed = int(os.environ.get("EXPDNA_KILL_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
-    for trial in range(5):
+    for trial in range(6):
         child = subprocess.Popen(
             [sys.executable, "-c", _KILLED_RECORDER, str(trial * 350), str(SPAN), str(root)],
-            cwd=REPO, stdout=subprocess.PIPE, text=True,
+            cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True,
         )
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready", f"seed {seed}"
         time.sleep(rng.uniform(0.05, 0.8))
         assert child.poll() is None, f"seed {seed}: the recorder stopped by itself"
-        child.send_signal(signal.SIGKILL)
+        if trial % 2:  # the recorder alone: its helper finishes the batch it has, then ends
+            child.send_signal(signal.SIGKILL)
+        else:  # the recorder and its helper, each at some point of its work
+            os.killpg(child.pid, signal.SIGKILL)
         child.communicate()
         with Store.open(root) as store:
             report = store.fsck()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ import pytest
 
 from expdna.digest import hex_of
 from expdna.errors import InvalidInputError, NotFoundError
+from expdna.store import objects as objects_module
 from expdna.store.digests import parse_digest
 from expdna.store.errors import CorruptObjectError, InvalidDigestError, MissingObjectError
 from expdna.store.objects import ObjectDir
@@ -134,3 +136,20 @@ def test_importing_the_store_package_stays_light() -> None:
         "assert 'sqlalchemy' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_leftover_temporary_file_under_our_name_is_left_alone(
+    objects: ObjectDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a dead process with our pid left it: the object is written under another name
+    monkeypatch.setattr(objects_module, "_TEMP_COUNTER", itertools.count(7))
+    digest = hex_of(b"data")
+    fan = objects.root / digest[:2]
+    fan.mkdir(parents=True)
+    leftover = fan / f".tmp-{digest[2:18]}-{os.getpid()}-7"
+    leftover.write_bytes(b"someone else's")
+    assert objects.put(b"data") == digest
+    assert leftover.read_bytes() == b"someone else's"
+    assert objects.read_verified(digest) == b"data"
+    assert stat.S_IMODE(objects.path(digest).stat().st_mode) == 0o444
+    assert list(objects.temp_files()) == [leftover]

@@ -140,6 +140,7 @@ class Store:
         return cls(root, open_index(root, url, mounts_file=mounts_file))
 
     def close(self) -> None:
+        self._recorder.close()
         self.index.dispose()
 
     def __enter__(self) -> Store:

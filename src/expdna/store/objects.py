@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import logging
 import os
 import sys
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 READ_ONLY = 0o444
 TEMP_PREFIX = ".tmp-"
 _HEX = frozenset("0123456789abcdef")
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_TEMP_COUNTER = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ class ObjectDir:
                 if os.path.exists(final):
                     self._touch(final)
                     continue
-                pending.append(_Pending(self._write_temp(fan, data), final))
+                pending.append(_Pending(self._write_temp(fan, digest, data), final))
             if pending:
                 self._commit(pending)
         except BaseException:
@@ -116,17 +119,24 @@ class ObjectDir:
             raise
         return digests
 
-    def _write_temp(self, directory: str, data: bytes) -> str:
+    def _write_temp(self, directory: str, digest: str, data: bytes) -> str:
         if directory not in self._fans:
             os.makedirs(directory, exist_ok=True)
             self._fans.add(directory)
+        # Created read-only in one call and named without tempfile's random sequence: this
+        # is the per-object cost of recording. The name is unique per process and call;
+        # O_EXCL settles a clash with a leftover of a dead process that had our pid.
+        name = os.path.join(directory, f"{TEMP_PREFIX}{digest[2:18]}-{os.getpid()}-"
+                                       f"{next(_TEMP_COUNTER)}")
         try:
-            fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
-        except FileNotFoundError:  # removed behind our back since we made it
+            fd = os.open(name, _CREATE, READ_ONLY)
+        except FileNotFoundError:  # the fan-out directory was removed behind our back
             os.makedirs(directory, exist_ok=True)
+            fd = os.open(name, _CREATE, READ_ONLY)
+        except FileExistsError:
             fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
-        try:
             os.fchmod(fd, READ_ONLY)
+        try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]

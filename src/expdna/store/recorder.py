@@ -1,8 +1,13 @@
 """Recording batches: blobs first, then the batch's index rows in one transaction.
 
-Sequential on purpose: overlapping the index transaction of one batch (in a thread) with
-checking the next was measured slower, since SQLite releases and retakes the GIL for
-every row it steps and the checking thread holds it.
+Batches overlap in one place only. From the second batch of a call on, a batch's blobs go
+to a helper process (:mod:`expdna.store.blobwriter`), and the recorder checks the next
+batch while the helper writes; the batch's index rows are written once the helper says its
+blobs are durable, so the order "blobs first, index row last" holds for every run. The
+first batch is written in this process: a call that records one batch (``Store.record``,
+the training hook) never starts a helper. The index transaction itself is not overlapped:
+doing it in a thread while checking the next batch was measured slower, since SQLite
+releases and retakes the GIL for every row it steps and the checking thread holds it.
 
 The cyclic garbage collector is paused while one batch is checked and written (as
 Mercurial's ``util.nogc`` does for bulk parsing): a batch builds tens of thousands of
@@ -16,8 +21,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 
+from expdna.store.blobwriter import BlobWriter
 from expdna.store.entities import RecordResult, RecordStatus, iso
 from expdna.store.errors import StoreError
 from expdna.store.index import Index
@@ -30,7 +38,8 @@ log = logging.getLogger(__name__)
 
 #: A batch entry: a manifest ready to write, or the result of one that failed to load.
 BatchItem = Prepared | RecordResult
-
+#: Fewer blobs than this in a batch are written here: handing them over saves nothing.
+MIN_HELPER_BLOBS = 64
 
 
 def _result(prepared: Prepared, status: RecordStatus) -> RecordResult:
@@ -47,24 +56,75 @@ def _result(prepared: Prepared, status: RecordStatus) -> RecordResult:
 
 
 class Recorder:
-    """Writes prepared batches into one store; holds the interned-path cache."""
+    """Writes prepared batches into one store; holds the interned-path cache and, once a
+    call records more than one batch, the blob-writing helper process (ended by
+    :meth:`close`, or when the recorder is collected)."""
 
-    def __init__(self, objects: ObjectDir, index: Index) -> None:
+    def __init__(self, objects: ObjectDir, index: Index, *, helper: bool = True) -> None:
         self.objects = objects
         self.index = index
         self._interned = InternCache()
+        self._use_helper = helper and os.name == "posix"
+        self._writer: BlobWriter | None = None
+        self._writer_pid = 0
 
-    def put_blobs(self, batch: Sequence[Prepared]) -> None:
-        """Write the blobs of the runs not recorded yet (one look at the index first)."""
+    def close(self) -> None:
+        """End the helper process, if one was started."""
+        writer, self._writer = self._writer, None
+        if writer is not None and self._writer_pid == os.getpid():
+            writer.close()
+
+    def _helper(self) -> BlobWriter | None:
+        """The helper process, started on first use (again after a fork or its death)."""
+        if not self._use_helper:
+            return None
+        writer = self._writer
+        if writer is not None and self._writer_pid == os.getpid() and writer.alive:
+            return writer
+        if writer is not None and self._writer_pid == os.getpid():
+            writer.close()
+        writer = self._writer = BlobWriter.start(self.objects.root)
+        self._writer_pid = os.getpid()
+        if writer is None:
+            self._use_helper = False  # it could not start: it will not start next time
+        else:
+            weakref.finalize(self, writer.close)
+        return writer
+
+    def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
+        """The blobs of the runs not recorded yet (one look at the index)."""
         with self.index.read() as conn:
             known = recorded_digests(conn, (p.run_id for p in batch))
-        todo = [p for p in batch if p.run_id not in known]
+        return [blob.data for p in batch if p.run_id not in known for blob in p.blobs]
+
+    def _write_here(self, blobs: Sequence[bytes]) -> None:
         try:
-            self.objects.put_many(blob.data for p in todo for blob in p.blobs)
+            self.objects.put_many(blobs)
         except OSError as exc:
             raise StoreError(
                 f"object directory {self.objects.root}: {exc.strerror or exc}"
             ) from None
+
+    def put_blobs(self, batch: Sequence[Prepared]) -> None:
+        """Write the blobs of the runs not recorded yet, in this process."""
+        self._write_here(self._todo(batch))
+
+    def send_blobs(self, batch: Sequence[Prepared]) -> bool:
+        """Hand the batch's blobs to the helper process; False when they were written here
+        instead (too few to be worth it, or no helper)."""
+        blobs = self._todo(batch)
+        if len(blobs) >= MIN_HELPER_BLOBS:
+            writer = self._helper()
+            if writer is not None and writer.send(blobs):
+                return True
+        self._write_here(blobs)
+        return False
+
+    def blobs_written(self) -> None:
+        """Wait until the helper has made the blobs sent last durable (writing here what
+        it could not)."""
+        if self._writer is not None:
+            self._write_here(self._writer.wait())
 
     def index_rows(self, items: Sequence[BatchItem]) -> list[RecordResult]:
         """Commit the batch's index rows; results in the order of ``items``."""
@@ -83,17 +143,43 @@ class Recorder:
         ]
 
     def run(self, batches: Iterable[Sequence[BatchItem]]) -> Iterator[RecordResult]:
-        """Record every batch in turn (making each, when ``batches`` is lazy, is part of
-        its turn); yields results batch by batch."""
+        """Record every batch in turn (making each, when ``batches`` is lazy, overlaps
+        the helper writing the previous one's blobs); yields results batch by batch.
+
+        A batch that fails to be made raises after the batches before it are recorded.
+        """
         pending = iter(batches)
-        while True:
-            with paused_gc():
-                items = next(pending, None)
+        written: Sequence[BatchItem] | None = None  # blobs written or sent, no index rows yet
+        sent = False
+        try:
+            while True:
+                failure: Exception | None = None
+                results: list[RecordResult] = []
+                with paused_gc():
+                    try:
+                        items = next(pending, None)
+                    except Exception as exc:  # re-raised below, after the rows before it
+                        failure, items = exc, None
+                    if written is not None:
+                        if sent:
+                            sent = False
+                            self.blobs_written()
+                        results = self.index_rows(written)
+                    if items is not None:
+                        batch = [item for item in items if isinstance(item, Prepared)]
+                        if written is None:  # the first batch of this call
+                            self.put_blobs(batch)
+                        else:
+                            sent = self.send_blobs(batch)
+                    written = items
+                yield from results
+                if failure is not None:
+                    raise failure
                 if items is None:
                     return
-                self.put_blobs([item for item in items if isinstance(item, Prepared)])
-                results = self.index_rows(items)
-            yield from results
+        finally:
+            if sent:  # abandoned with a batch at the helper: its blobs stay, unreferenced
+                self.blobs_written()
 
 
 @contextlib.contextmanager

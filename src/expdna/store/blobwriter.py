@@ -1,0 +1,164 @@
+"""A helper process that writes one batch's blobs while the recorder checks the next.
+
+Writing an object is mostly kernel work: creating a temporary file, renaming it, syncing
+the filesystem. On ext4 a file creation costs 60-400 us, as much as checking a manifest,
+and it waits on the journal. A thread cannot overlap it with checking, since the thread
+needs the GIL back after every system call and the checking thread holds it for a whole
+switch interval. A process can: the recorder sends a batch's blobs down a pipe (a memory
+copy) and checks the next batch on one core while this process writes on the other.
+
+The protocol is strictly one batch at a time: the recorder sends a batch, later reads one
+reply line, and only then sends the next. A batch is a count, then each blob as a length
+and its bytes (little-endian 64-bit). The reply is ``ok`` once every blob is durable
+(:meth:`expdna.store.objects.ObjectDir.put_many`), or ``error <message>``. The helper
+hashes each blob itself, so what it names an object is always the BLAKE3 of its bytes.
+
+Any failure (the helper cannot start, dies, or reports an error) makes the recorder write
+that batch itself, which raises the real error where there is one. The helper exits at
+end of input, so it ends with the recorder's process; it ignores SIGINT so that Ctrl-C in
+a terminal does not cut a batch in half.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct("<Q")
+#: Seconds :meth:`BlobWriter.close` waits for the helper to finish its batch and exit.
+CLOSE_TIMEOUT = 30.0
+
+
+class BlobWriter:
+    """The recorder's side of one helper process writing into ``root``."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+        self._sent: Sequence[bytes] | None = None
+
+    @classmethod
+    def start(cls, root: Path) -> BlobWriter | None:
+        """A helper writing into ``root``, or None where one cannot be started."""
+        package_parent = str(Path(__file__).resolve().parents[2])
+        path = os.environ.get("PYTHONPATH")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent, path]))}
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "expdna.store.blobwriter", str(root)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            )
+        except OSError as exc:
+            log.info("no blob-writing helper (%s); writing blobs in this process", exc)
+            return None
+        return cls(process)
+
+    def send(self, blobs: Sequence[bytes]) -> bool:
+        """Hand ``blobs`` to the helper; False (nothing pending) when it cannot take them."""
+        assert self._sent is None, "one batch at a time"
+        frame = [_SIZE.pack(len(blobs))]
+        for data in blobs:
+            frame += (_SIZE.pack(len(data)), data)
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write(b"".join(frame))
+            stdin.flush()
+        except OSError as exc:  # the helper is gone
+            log.warning("blob-writing helper stopped (%s); writing blobs in this process", exc)
+            return False
+        self._sent = blobs
+        return True
+
+    def wait(self) -> Sequence[bytes]:
+        """Wait for the batch sent last; returns the blobs the helper did not write
+        (empty when it wrote them all, the whole batch when it failed)."""
+        sent, self._sent = self._sent, None
+        if sent is None:
+            return ()
+        stdout = self._process.stdout
+        assert stdout is not None
+        try:
+            reply = stdout.readline()
+        except OSError as exc:
+            reply = f"error {exc}".encode()
+        if reply == b"ok\n":
+            return ()
+        reason = reply.decode("utf-8", "replace").strip() or "it ended"
+        log.warning("blob-writing helper failed (%s); writing the batch in this process", reason)
+        return sent
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def close(self) -> None:
+        """End the helper after the batch it is writing, if any."""
+        with contextlib.suppress(OSError):
+            if self._process.stdin is not None:
+                self._process.stdin.close()
+        try:
+            self._process.wait(CLOSE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+def _read(stream: BinaryIO, size: int) -> bytes | None:
+    data = stream.read(size)
+    if len(data) != size:
+        return None
+    return data
+
+
+def _batch(stream: BinaryIO) -> list[bytes] | None:
+    """The next batch, or None at end of input (a cut-off batch is dropped)."""
+    head = _read(stream, _SIZE.size)
+    if head is None:
+        return None
+    blobs = []
+    for _ in range(_SIZE.unpack(head)[0]):
+        size = _read(stream, _SIZE.size)
+        data = None if size is None else _read(stream, _SIZE.unpack(size)[0])
+        if data is None:
+            return None
+        blobs.append(data)
+    return blobs
+
+
+def serve(root: Path, source: BinaryIO, replies: BinaryIO) -> None:
+    """Write each batch read from ``source`` into ``root``; reply after each."""
+    from expdna.store.objects import ObjectDir
+
+    objects = ObjectDir(root)
+    while (blobs := _batch(source)) is not None:
+        try:
+            objects.put_many(blobs)
+            reply = b"ok\n"
+        except OSError as exc:
+            reply = f"error {exc}\n".encode("utf-8", "replace")
+        try:
+            replies.write(reply)
+            replies.flush()
+        except BrokenPipeError:  # the recorder is gone; what was written stays whole
+            return
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    serve(Path(sys.argv[1]), sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    main()
