@@ -107,7 +107,7 @@ class Phases:
     def __init__(self, store: Store) -> None:
         self.seconds = {"objects": 0.0, "index": 0.0}
         recorder = store._recorder
-        for name in ("put_blobs", "send_blobs", "blobs_written"):
+        for name in ("put_blobs", "send_blobs", "blobs_written"):  # written here or waited
             setattr(recorder, name, self._timed("objects", getattr(recorder, name)))
         recorder.index_rows = self._timed("index", recorder.index_rows)  # type: ignore[method-assign]
 
@@ -138,8 +138,7 @@ def record_history(store: Store, history: History, size: int) -> dict[str, float
         assert all(r.status == "recorded" for r in results), results[0]
         if start and start % 100_000 == 0:
             print(f"    ... {start:,} runs", flush=True)
-    store._recorder.close()  # the blob-writing helper's CPU time counts once it has ended
-    ended = os.times()
+    ended = os.times()  # with each call's blob-writing helper, waited for when the call ends
     cpu += (ended.children_user - helper.children_user)
     cpu += (ended.children_system - helper.children_system)
     objects, index = phases.seconds["objects"], phases.seconds["index"]
@@ -213,11 +212,13 @@ def index_bytes(store: Store) -> int:
 
 def file_create_us(directory: Path, count: int = 2000) -> float:
     """Baseline, same run: a plain loop creating, writing and renaming 1.5 KB files in a
-    fresh two-hex fan-out directory next to the store, as recording does (then removed).
+    fresh two-hex fan-out directory next to the store, as recording does. The files stay
+    until the run ends: deleting them would slow the store's own file creation (below).
 
     This is the floor of every store that writes a file a run. On this VM's ext4 it swings
-    from ~10 us to ~500 us a file (kernel CPU in inode allocation) from one minute to the
-    next, so it is printed next to the record figure it bounds."""
+    from ~10 us to ~1 ms a file, all kernel CPU: creating files near many that were deleted
+    minutes before is slow, and gets faster over a few minutes. A benchmark run deletes
+    its stores at the end, so leave a few minutes between runs or give each a new --dir."""
     fans = [directory / f"{k:02x}" for k in range(256)]
     data = secrets.token_bytes(1500)
     began = time.perf_counter()
@@ -229,9 +230,7 @@ def file_create_us(directory: Path, count: int = 2000) -> float:
         os.write(fd, data)
         os.close(fd)
         os.replace(temp, temp.with_name(f"{k}"))
-    elapsed = time.perf_counter() - began
-    shutil.rmtree(directory)
-    return elapsed / count * 1e6
+    return (time.perf_counter() - began) / count * 1e6
 
 
 def measure(label: str, size: int, root: Path, index_url: str | None,

@@ -60,23 +60,30 @@ def consistent(store: Store, expected: int) -> None:
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 
 
-def test_a_call_of_several_batches_writes_through_a_helper_until_close(tmp_path: Path) -> None:
-    store = Store.open(tmp_path / "store")
-    try:
-        assert helpers() == []
-        store.record_many(runs(BATCH), batch_size=BATCH)  # one batch: written here
-        assert helpers() == []
-        results = store.record_many(runs(3 * BATCH, start=BATCH), batch_size=BATCH)
-        assert [r.status for r in results] == ["recorded"] * 3 * BATCH
-        assert len(helpers()) == 1  # started once, kept for the store's next calls
-        store.record_many(runs(2 * BATCH, start=4 * BATCH), batch_size=BATCH)
-        assert len(helpers()) == 1
-        consistent(store, 6 * BATCH)
-        for run in runs(6 * BATCH):
+def test_a_call_of_several_batches_writes_through_a_helper_that_ends_with_it(
+    tmp_path: Path,
+) -> None:
+    seen: list[int] = []
+
+    def watched(manifests: list[Manifest]) -> Iterator[Manifest]:
+        for k, manifest in enumerate(manifests):
+            if k % BATCH == BATCH - 1:  # while each batch is made
+                seen.append(len(helpers()))
+            yield manifest
+
+    with Store.open(tmp_path / "store") as store:
+        store.record_many(watched(runs(BATCH)), batch_size=BATCH)  # one batch: written here
+        assert seen == [0] and helpers() == []
+        seen.clear()
+        results = store.record_many(watched(runs(4 * BATCH, start=BATCH)), batch_size=BATCH)
+        assert [r.status for r in results] == ["recorded"] * 4 * BATCH
+        # made while: nothing was written, the first batch was written here, then the
+        # second and third were at the helper
+        assert seen == [0, 0, 1, 1]
+        assert helpers() == []  # it ended with the call
+        consistent(store, 5 * BATCH)
+        for run in runs(5 * BATCH):
             assert store.load(run.run_id).run_id == run.run_id
-    finally:
-        store.close()
-    assert helpers() == []
 
 
 def test_a_helper_killed_between_batches_loses_nothing(
@@ -176,3 +183,15 @@ def test_a_helper_that_died_hands_its_batch_back(tmp_path: Path) -> None:
     finally:
         writer.close()
     assert sorted(ObjectDir(tmp_path / "objects")) == sorted([hex_of(b"a"), hex_of(b"b")])
+
+
+def test_no_helper_where_the_interpreter_is_not_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an application embedding Python: its executable would not run our entry point
+    monkeypatch.setattr("sys.executable", "/usr/bin/uwsgi")
+    assert BlobWriter.start(tmp_path / "objects") is None
+    with Store.open(tmp_path / "store") as store:
+        results = store.record_many(runs(3 * BATCH), batch_size=BATCH)
+        assert [r.status for r in results] == ["recorded"] * 3 * BATCH
+        consistent(store, 3 * BATCH)

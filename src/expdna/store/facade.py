@@ -140,7 +140,6 @@ class Store:
         return cls(root, open_index(root, url, mounts_file=mounts_file))
 
     def close(self) -> None:
-        self._recorder.close()
         self.index.dispose()
 
     def __enter__(self) -> Store:

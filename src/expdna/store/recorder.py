@@ -5,9 +5,10 @@ to a helper process (:mod:`expdna.store.blobwriter`), and the recorder checks th
 batch while the helper writes; the batch's index rows are written once the helper says its
 blobs are durable, so the order "blobs first, index row last" holds for every run. The
 first batch is written in this process: a call that records one batch (``Store.record``,
-the training hook) never starts a helper. The index transaction itself is not overlapped:
-doing it in a thread while checking the next batch was measured slower, since SQLite
-releases and retakes the GIL for every row it steps and the checking thread holds it.
+the training hook) never starts a helper, and a call's helper ends with the call. The
+index transaction itself is not overlapped: doing it in a thread while checking the next
+batch was measured slower, since SQLite releases and retakes the GIL for every row it
+steps and the checking thread holds it.
 
 The cyclic garbage collector is paused while one batch is checked and written (as
 Mercurial's ``util.nogc`` does for bulk parsing): a batch builds tens of thousands of
@@ -22,8 +23,8 @@ import contextlib
 import gc
 import logging
 import os
-import weakref
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 
 from expdna.store.blobwriter import BlobWriter
 from expdna.store.entities import RecordResult, RecordStatus, iso
@@ -56,40 +57,13 @@ def _result(prepared: Prepared, status: RecordStatus) -> RecordResult:
 
 
 class Recorder:
-    """Writes prepared batches into one store; holds the interned-path cache and, once a
-    call records more than one batch, the blob-writing helper process (ended by
-    :meth:`close`, or when the recorder is collected)."""
+    """Writes prepared batches into one store; holds the interned-path cache."""
 
-    def __init__(self, objects: ObjectDir, index: Index, *, helper: bool = True) -> None:
+    def __init__(self, objects: ObjectDir, index: Index) -> None:
         self.objects = objects
         self.index = index
         self._interned = InternCache()
-        self._use_helper = helper and os.name == "posix"
-        self._writer: BlobWriter | None = None
-        self._writer_pid = 0
-
-    def close(self) -> None:
-        """End the helper process, if one was started."""
-        writer, self._writer = self._writer, None
-        if writer is not None and self._writer_pid == os.getpid():
-            writer.close()
-
-    def _helper(self) -> BlobWriter | None:
-        """The helper process, started on first use (again after a fork or its death)."""
-        if not self._use_helper:
-            return None
-        writer = self._writer
-        if writer is not None and self._writer_pid == os.getpid() and writer.alive:
-            return writer
-        if writer is not None and self._writer_pid == os.getpid():
-            writer.close()
-        writer = self._writer = BlobWriter.start(self.objects.root)
-        self._writer_pid = os.getpid()
-        if writer is None:
-            self._use_helper = False  # it could not start: it will not start next time
-        else:
-            weakref.finalize(self, writer.close)
-        return writer
+        self._use_helper = os.name == "posix"
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
         """The blobs of the runs not recorded yet (one look at the index)."""
@@ -109,22 +83,22 @@ class Recorder:
         """Write the blobs of the runs not recorded yet, in this process."""
         self._write_here(self._todo(batch))
 
-    def send_blobs(self, batch: Sequence[Prepared]) -> bool:
-        """Hand the batch's blobs to the helper process; False when they were written here
-        instead (too few to be worth it, or no helper)."""
+    def send_blobs(self, batch: Sequence[Prepared], helper: _Helper) -> bool:
+        """Hand the batch's blobs to the call's helper process; False when they were
+        written here instead (too few to be worth it, or no helper)."""
         blobs = self._todo(batch)
         if len(blobs) >= MIN_HELPER_BLOBS:
-            writer = self._helper()
+            writer = helper.get()
             if writer is not None and writer.send(blobs):
                 return True
         self._write_here(blobs)
         return False
 
-    def blobs_written(self) -> None:
+    def blobs_written(self, helper: _Helper) -> None:
         """Wait until the helper has made the blobs sent last durable (writing here what
         it could not)."""
-        if self._writer is not None:
-            self._write_here(self._writer.wait())
+        if helper.writer is not None:
+            self._write_here(helper.writer.wait())
 
     def index_rows(self, items: Sequence[BatchItem]) -> list[RecordResult]:
         """Commit the batch's index rows; results in the order of ``items``."""
@@ -149,6 +123,7 @@ class Recorder:
         A batch that fails to be made raises after the batches before it are recorded.
         """
         pending = iter(batches)
+        helper = _Helper(self.objects.root if self._use_helper else None)
         written: Sequence[BatchItem] | None = None  # blobs written or sent, no index rows yet
         sent = False
         try:
@@ -163,14 +138,14 @@ class Recorder:
                     if written is not None:
                         if sent:
                             sent = False
-                            self.blobs_written()
+                            self.blobs_written(helper)
                         results = self.index_rows(written)
                     if items is not None:
                         batch = [item for item in items if isinstance(item, Prepared)]
                         if written is None:  # the first batch of this call
                             self.put_blobs(batch)
                         else:
-                            sent = self.send_blobs(batch)
+                            sent = self.send_blobs(batch, helper)
                     written = items
                 yield from results
                 if failure is not None:
@@ -178,8 +153,32 @@ class Recorder:
                 if items is None:
                     return
         finally:
-            if sent:  # abandoned with a batch at the helper: its blobs stay, unreferenced
-                self.blobs_written()
+            # abandoned with a batch at the helper: it finishes it (the blobs stay,
+            # unreferenced, for gc) and ends
+            helper.close()
+
+
+class _Helper:
+    """One call's blob-writing helper process, started on first use (again if it died)."""
+
+    def __init__(self, root: Path | None) -> None:
+        self._root = root  # None: never start one
+        self.writer: BlobWriter | None = None
+
+    def get(self) -> BlobWriter | None:
+        if self.writer is not None and not self.writer.alive:
+            self.writer.close()
+            self.writer = None
+        if self.writer is None and self._root is not None:
+            self.writer = BlobWriter.start(self._root)
+            if self.writer is None:
+                self._root = None  # it could not start: it will not start next time
+        return self.writer
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
 
 
 @contextlib.contextmanager
