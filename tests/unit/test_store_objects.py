@@ -153,3 +153,12 @@ def test_a_leftover_temporary_file_under_our_name_is_left_alone(
     assert objects.read_verified(digest) == b"data"
     assert stat.S_IMODE(objects.path(digest).stat().st_mode) == 0o444
     assert list(objects.temp_files()) == [leftover]
+
+
+def test_objects_are_readable_by_all_whatever_the_umask(objects: ObjectDir) -> None:
+    previous = os.umask(0o077)
+    try:
+        digest = objects.put(b"shared store")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(objects.path(digest).stat().st_mode) == 0o444

@@ -123,9 +123,10 @@ class ObjectDir:
         if directory not in self._fans:
             os.makedirs(directory, exist_ok=True)
             self._fans.add(directory)
-        # Created read-only in one call and named without tempfile's random sequence: this
-        # is the per-object cost of recording. The name is unique per process and call;
-        # O_EXCL settles a clash with a leftover of a dead process that had our pid.
+        # Named without tempfile's random sequence (this is the per-object cost of
+        # recording): unique per process and call, and O_EXCL settles a clash with a
+        # leftover of a dead process that had our pid. fchmod, since the umask may have
+        # taken bits off the mode given to open, and other users read a shared store.
         name = os.path.join(directory, f"{TEMP_PREFIX}{digest[2:18]}-{os.getpid()}-"
                                        f"{next(_TEMP_COUNTER)}")
         try:
@@ -135,8 +136,8 @@ class ObjectDir:
             fd = os.open(name, _CREATE, READ_ONLY)
         except FileExistsError:
             fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
-            os.fchmod(fd, READ_ONLY)
         try:
+            os.fchmod(fd, READ_ONLY)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
