@@ -3,16 +3,17 @@ realistic history, next to MLflow 3.17's figures for the same payload on this ma
 
 History: manifests of ~80 leaves (tests/unit/test_store_factory.py), every DNA shared by 2
 runs, 1 % of runs on one VBIOS, 20 drivers, one pinned checkpoint every 10 runs. Each size
-is a fresh store; runs are recorded in batches through ``Store.record_many`` (manifests are
-built outside the timed part), then ``expdna record --scan`` records more manifest files
-through the installed command.
+is a fresh store; runs are recorded through ``Store.record_many``, 10,000 a call in batches
+of 500 (manifests are built outside the timed part), then ``expdna record --scan`` records
+more manifest files through the installed command.
 
     python benchmarks/store_bench.py [--sizes 10000,100000] [--postgres] [--dir DIR]
 
 ``--postgres`` adds 100,000 runs on PostgreSQL (a throwaway database on --pg-url's
 server). ``--sizes 1000000`` works too but takes ~15 minutes on 2 cores, so it is not a
 default. ``--dir`` puts the stores elsewhere (the object directory is one file per run:
-its filesystem's file-creation cost is part of the record figure).
+its filesystem's file-creation cost is part of the record figure, and is printed as a
+baseline; see file_create_us for why each run wants a new directory on this VM).
 
 Targets (issue "The store"): >= 2,000 runs/s batched record; at 1M runs twins and which
 < 5 ms, find by VBIOS (~1 % of runs, ids and DNA) < 100 ms, show < 5 ms; index <= 4 KB a
