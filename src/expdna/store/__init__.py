@@ -4,7 +4,8 @@ Importing this package stays light (no SQLAlchemy): :class:`Store` is loaded on 
 Modules: ``objects`` (blobs by BLAKE3), ``models`` (index tables), ``index`` (engines,
 transactions), ``migrate`` (alembic), ``prepare``/``storeform``/``flatten`` (a manifest
 into blobs, a row and facts), ``intern`` (path and value ids), ``write`` (a batch's rows),
-``recorder`` (blobs then rows, batch by batch), ``queries``, ``maintenance`` (fsck, gc),
+``recorder`` (blobs then rows, batch by batch), ``blobwriter`` (the process that writes a
+batch's blobs while the next is checked), ``queries``, ``maintenance`` (fsck, gc),
 ``facade`` (the ``Store`` API), ``entities`` and ``errors`` (what callers get back).
 """
 

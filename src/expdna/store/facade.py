@@ -169,7 +169,9 @@ class Store:
         self, manifests: Iterable[Manifest], *, sources: Iterable[str] | None = None,
         batch_size: int = BATCH,
     ) -> list[RecordResult]:
-        """Record many manifests, one transaction per batch of ``batch_size``.
+        """Record many manifests, one transaction per batch of ``batch_size``. From the
+        second batch on, a helper process writes each batch's blobs while the next batch is
+        checked (:mod:`expdna.store.recorder`); it ends with the call.
 
         Each batch is checked whole before any of it is written: an invalid manifest
         raises, and only the batches before it are recorded (recording them again skips
