@@ -86,24 +86,30 @@ def test_a_call_of_several_batches_writes_through_a_helper_that_ends_with_it(
             assert store.load(run.run_id).run_id == run.run_id
 
 
-def test_a_helper_killed_between_batches_loses_nothing(
+def test_a_helper_killed_mid_call_loses_nothing_and_is_not_restarted(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    later: list[int] = []
+
     def killing() -> Iterator[Manifest]:
-        for k, manifest in enumerate(runs(5 * BATCH)):
-            if k % BATCH == BATCH // 2 and k > 2 * BATCH:
-                for pid in helpers():  # while it writes the batch before, or after it
-                    os.kill(pid, signal.SIGKILL)
-                    while pid in helpers():
-                        time.sleep(0.01)
+        for k, manifest in enumerate(runs(6 * BATCH)):
+            if k == 2 * BATCH + BATCH // 2:  # the helper has the second batch, or had it
+                (pid,) = helpers()
+                os.kill(pid, signal.SIGKILL)
+                while pid in helpers():
+                    time.sleep(0.01)
+            elif k > 3 * BATCH and k % BATCH == BATCH // 2:
+                later.append(len(helpers()))
             yield manifest
 
     caplog.set_level(logging.INFO, logger="expdna.store")
     with Store.open(tmp_path / "store") as store:
         results = store.record_many(killing(), batch_size=BATCH)
-        assert [r.status for r in results] == ["recorded"] * 5 * BATCH
+        assert [r.status for r in results] == ["recorded"] * 6 * BATCH
+        assert later == [0, 0, 0]  # the call wrote the rest itself
+        assert "writing" in caplog.text and "in this process" in caplog.text
         store.gc(grace_s=0)  # temporary files of a helper killed in the middle of a batch
-        consistent(store, 5 * BATCH)
+        consistent(store, 6 * BATCH)
 
 
 def test_an_invalid_manifest_records_the_batches_before_it_and_none_of_its_own(

@@ -15,7 +15,8 @@ and its bytes (little-endian 64-bit). The reply is ``ok`` once every blob is dur
 hashes each blob itself, so what it names an object is always the BLAKE3 of its bytes.
 
 Any failure (the helper cannot start, dies, or reports an error) makes the recorder write
-that batch itself, which raises the real error where there is one. The helper exits at
+that batch, and the rest of the call's, itself, which raises the real error where there is
+one. The helper exits at
 end of input: when the recording call ends, or its process does. It ignores SIGINT so
 that Ctrl-C in a terminal does not cut a batch in half.
 
@@ -119,10 +120,6 @@ class BlobWriter:
         reason = reply.decode("utf-8", "replace").strip() or "it ended"
         log.warning("blob-writing helper failed (%s); writing the batch in this process", reason)
         return sent
-
-    @property
-    def alive(self) -> bool:
-        return self._process.poll() is None
 
     def close(self) -> None:
         """End the helper after the batch it is writing, if any."""

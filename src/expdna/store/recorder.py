@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 BatchItem = Prepared | RecordResult
 #: Fewer blobs than this in a batch are written here: handing them over saves nothing.
 MIN_HELPER_BLOBS = 64
+#: Whether batches use a helper at all (its pipe protocol and syncs are written for POSIX).
+HELPER = os.name == "posix"
 
 
 def _result(prepared: Prepared, status: RecordStatus) -> RecordResult:
@@ -63,7 +65,6 @@ class Recorder:
         self.objects = objects
         self.index = index
         self._interned = InternCache()
-        self._use_helper = os.name == "posix"
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
         """The blobs of the runs not recorded yet (one look at the index)."""
@@ -87,10 +88,11 @@ class Recorder:
         """Hand the batch's blobs to the call's helper process; False when they were
         written here instead (too few to be worth it, or no helper)."""
         blobs = self._todo(batch)
-        if len(blobs) >= MIN_HELPER_BLOBS:
-            writer = helper.get()
-            if writer is not None and writer.send(blobs):
+        writer = helper.get() if len(blobs) >= MIN_HELPER_BLOBS else None
+        if writer is not None:
+            if writer.send(blobs):
                 return True
+            helper.give_up()
         self._write_here(blobs)
         return False
 
@@ -98,7 +100,10 @@ class Recorder:
         """Wait until the helper has made the blobs sent last durable (writing here what
         it could not)."""
         if helper.writer is not None:
-            self._write_here(helper.writer.wait())
+            unwritten = helper.writer.wait()
+            if unwritten:
+                helper.give_up()
+                self._write_here(unwritten)
 
     def index_rows(self, items: Sequence[BatchItem]) -> list[RecordResult]:
         """Commit the batch's index rows; results in the order of ``items``."""
@@ -123,7 +128,7 @@ class Recorder:
         A batch that fails to be made raises after the batches before it are recorded.
         """
         pending = iter(batches)
-        helper = _Helper(self.objects.root if self._use_helper else None)
+        helper = _Helper(self.objects.root if HELPER else None)
         written: Sequence[BatchItem] | None = None  # blobs written or sent, no index rows yet
         sent = False
         try:
@@ -159,21 +164,23 @@ class Recorder:
 
 
 class _Helper:
-    """One call's blob-writing helper process, started on first use (again if it died)."""
+    """One call's blob-writing helper process, started on first use. Once it fails, the
+    call writes the rest of its blobs itself."""
 
     def __init__(self, root: Path | None) -> None:
-        self._root = root  # None: never start one
+        self._root = root  # None: start none (any more)
         self.writer: BlobWriter | None = None
 
     def get(self) -> BlobWriter | None:
-        if self.writer is not None and not self.writer.alive:
-            self.writer.close()
-            self.writer = None
         if self.writer is None and self._root is not None:
             self.writer = BlobWriter.start(self._root)
             if self.writer is None:
-                self._root = None  # it could not start: it will not start next time
+                self._root = None
         return self.writer
+
+    def give_up(self) -> None:
+        self._root = None
+        self.close()
 
     def close(self) -> None:
         if self.writer is not None:
