@@ -64,12 +64,16 @@ print(json.dumps({"ray": ray is not None, "runs": runs}))
 
 
 def make_project(directory: Path) -> Path:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.com",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.com",
+    }
 
     def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=directory, env=env, check=True,
-                       capture_output=True)
+        subprocess.run(["git", *args], cwd=directory, env=env, check=True, capture_output=True)
 
     directory.mkdir()
     git("init", "-q", "-b", "main")
@@ -86,8 +90,15 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def child(code: str, project: Path, *args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", code, *args], cwd=project, env=ENV,
-                          capture_output=True, text=True, check=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=project,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -103,8 +114,9 @@ def stats(values: list[float]) -> str:
 
 def table(title: str, runs: list[dict[str, Any]]) -> None:
     names = sorted({n for r in runs for n in r["collectors"]})
-    statuses = {n: sorted({r["collectors"][n][1] for r in runs if n in r["collectors"]})
-                for n in names}
+    statuses = {
+        n: sorted({r["collectors"][n][1] for r in runs if n in r["collectors"]}) for n in names
+    }
     print(f"\n{title} ({len(runs)} runs)")
     print(f"  {'(ms)':<34}   median      max   status")
     for name in names:
@@ -133,10 +145,13 @@ def main() -> None:
         table(title, loaded["runs"])
         calls = [r["call_ms"] for r in loaded["runs"]]
 
-        generate = [wall([expdna_cmd, "generate", "-o", str(Path(tmp) / "m.json")], project)
-                    for _ in range(max(3, args.runs // 2))]
-        collect_env = [wall([sys.executable, "-m", "torch.utils.collect_env"], project)
-                       for _ in range(3)]
+        generate = [
+            wall([expdna_cmd, "generate", "-o", str(Path(tmp) / "m.json")], project)
+            for _ in range(max(3, args.runs // 2))
+        ]
+        collect_env = [
+            wall([sys.executable, "-m", "torch.utils.collect_env"], project) for _ in range(3)
+        ]
     gen, env = statistics.median(generate), statistics.median(collect_env)
     print("\nwhole process, wall clock")
     print(f"  {'(ms)':<34}   median      max")
@@ -146,8 +161,10 @@ def main() -> None:
     print("\ntargets")
     print(f"  in-process median <= 100 ms: {med:.1f} ms ({'met' if med <= 100 else 'NOT met'})")
     print(f"  in-process max <= 250 ms: {worst:.1f} ms ({'met' if worst <= 250 else 'NOT met'})")
-    print(f"  expdna generate <= 0.3x collect_env: {gen / env:.2f}x "
-          f"({'met' if gen / env <= 0.3 else 'NOT met'})")
+    print(
+        f"  expdna generate <= 0.3x collect_env: {gen / env:.2f}x "
+        f"({'met' if gen / env <= 0.3 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

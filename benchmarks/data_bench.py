@@ -104,7 +104,8 @@ def large_file(directory: Path, size: int, repeat: int) -> None:
         samples["read"] += timed(lambda: read_all(path), 1)
         samples["ours"] += timed(lambda: hash_file(path), 1)
         samples["update_mmap"] += timed(
-            lambda: blake3(max_threads=blake3.AUTO).update_mmap(path).hexdigest(), 1)
+            lambda: blake3(max_threads=blake3.AUTO).update_mmap(path).hexdigest(), 1
+        )
         samples["ram"] += timed(lambda: blake3(memory, max_threads=blake3.AUTO).hexdigest(), 1)
     page, ours, update_mmap = (speed(samples[k]) for k in ("read", "ours", "update_mmap"))
     ceiling = (len(memory) / GiB) / min(samples["ram"])
@@ -119,9 +120,11 @@ def large_file(directory: Path, size: int, repeat: int) -> None:
     ]
     for name, value in rows:
         print(f"  {name:<48} {value:6.2f} GiB/s   {value / page:5.2f}x read")
-    print(f"  target: expdna >= 0.9x read -> {ours / page:.2f}x "
-          f"({'met' if ours / page >= 0.9 else 'NOT met'}); "
-          f"{ours / ceiling:.2f}x of the in-RAM BLAKE3 ceiling")
+    print(
+        f"  target: expdna >= 0.9x read -> {ours / page:.2f}x "
+        f"({'met' if ours / page >= 0.9 else 'NOT met'}); "
+        f"{ours / ceiling:.2f}x of the in-RAM BLAKE3 ceiling"
+    )
     path.unlink()
 
 
@@ -201,9 +204,11 @@ def many_files(directory: Path, count: int, repeat: int) -> None:
         best = min(samples[name]) * 1000
         print(f"  {name:<48} {ms:8.1f} ({best:5.1f}) ms   {ms / floor:5.2f}x floor")
     cached = results["verify_data (open cache, digest, compare)"]
-    print(f"  target: <= 50 ms -> {cached:.1f} ms ({'met' if cached <= 50 else 'NOT met'}); "
-          f"{results['without the cache (hash every file)'] / cached:.0f}x faster than "
-          "re-hashing")
+    print(
+        f"  target: <= 50 ms -> {cached:.1f} ms ({'met' if cached <= 50 else 'NOT met'}); "
+        f"{results['without the cache (hash every file)'] / cached:.0f}x faster than "
+        "re-hashing"
+    )
 
 
 def main() -> None:
@@ -212,8 +217,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5, help="large-file repeats")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (temp dir)")
-    parser.add_argument("--only", choices=("large", "files"), default=None,
-                        help="run one part: the large file, or the many small files")
+    parser.add_argument(
+        "--only",
+        choices=("large", "files"),
+        default=None,
+        help="run one part: the large file, or the many small files",
+    )
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="expdna-bench-") as tmp:

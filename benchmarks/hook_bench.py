@@ -46,26 +46,37 @@ ONE_NODE_TARGET_MS = 150.0
 TWO_NODE_TARGET_MS = 1000.0
 
 
-TRAIN_PY = "\n".join(
-    [
-        "import argparse",
-        "import torch",
-        "",
-        "def main() -> None:",
-        "    parser = argparse.ArgumentParser()",
-        "    parser.add_argument('--lr', type=float, default=0.1)",
-        "    args = parser.parse_args()",
-    ]
-    + [f"    layer_{i} = torch.nn.Linear({i + 1}, {i + 2})  # model part {i}" for i in range(80)]
-) + "\n"
+TRAIN_PY = (
+    "\n".join(
+        [
+            "import argparse",
+            "import torch",
+            "",
+            "def main() -> None:",
+            "    parser = argparse.ArgumentParser()",
+            "    parser.add_argument('--lr', type=float, default=0.1)",
+            "    args = parser.parse_args()",
+        ]
+        + [
+            f"    layer_{i} = torch.nn.Linear({i + 1}, {i + 2})  # model part {i}"
+            for i in range(80)
+        ]
+    )
+    + "\n"
+)
 
 
 def typical_project(root: Path) -> Path:
     """A git repository with one training script, committed, then edited (dirty)."""
     repo = root / "project"
     repo.mkdir()
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.com"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@example.com",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@example.com",
+    }
     script = repo / "train.py"
     script.write_text(TRAIN_PY)
     for argv in (["init", "-q"], ["add", "train.py"], ["commit", "-q", "-m", "train"]):
@@ -103,8 +114,9 @@ def measure(name: str, init: Callable[[], Any], repeat: int, target_ms: float) -
         assert handle.manifest is not None
         mode = handle.manifest.runtime.mode
         count = handle.manifest.runtime.node_count
-        prints = sum(1 for n in handle.manifest.runtime.nodes
-                     if (n.model_extra or {}).get("fingerprint"))
+        prints = sum(
+            1 for n in handle.manifest.runtime.nodes if (n.model_extra or {}).get("fingerprint")
+        )
         if handle.warnings:
             print(f"  warnings: {handle.warnings}")
         warm = [hook(out) for _ in range(repeat)]
@@ -115,11 +127,15 @@ def measure(name: str, init: Callable[[], Any], repeat: int, target_ms: float) -
     print(f"  ray.init                         {init_ms:9.1f} ms")
     print(f"  start() before ray.init          {start_ms:9.1f} ms")
     print(f"  add_runtime() after it (cold)    {runtime_ms:9.1f} ms")
-    print(f"  hook total, cold                 {cold:9.1f} ms  = {cold / init_ms:6.1%} of ray.init"
-          f"   target < {target_ms:.0f} ms: {'ok' if ok else 'MISSED'}")
-    print(f"  hook total, warm (median of {repeat})  {warm_total:9.1f} ms"
-          f"  (start {statistics.median(s for s, _ in warm):.1f}"
-          f" + add_runtime {statistics.median(r for _, r in warm):.1f})")
+    print(
+        f"  hook total, cold                 {cold:9.1f} ms  = {cold / init_ms:6.1%} of ray.init"
+        f"   target < {target_ms:.0f} ms: {'ok' if ok else 'MISSED'}"
+    )
+    print(
+        f"  hook total, warm (median of {repeat})  {warm_total:9.1f} ms"
+        f"  (start {statistics.median(s for s, _ in warm):.1f}"
+        f" + add_runtime {statistics.median(r for _, r in warm):.1f})"
+    )
     return ok
 
 
@@ -138,8 +154,10 @@ def main() -> int:
             SCRIPT[0] = found if found.exists() else next(args.project.resolve().iterdir())
         assert SCRIPT[0] is not None
         os.chdir(SCRIPT[0].parent)
-        print(f"python {sys.version.split()[0]}, ray {ray.__version__}, "
-              f"torch {torch.__version__}, {os.cpu_count()} CPUs, project {SCRIPT[0].parent}")
+        print(
+            f"python {sys.version.split()[0]}, ray {ray.__version__}, "
+            f"torch {torch.__version__}, {os.cpu_count()} CPUs, project {SCRIPT[0].parent}"
+        )
         return run(args)
 
 
@@ -147,8 +165,9 @@ def main() -> int:
 def two_nodes() -> Iterator[Any]:
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+    )
     try:
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
@@ -170,8 +189,8 @@ def ray_first_task_ms() -> float:
         ray.init(address=cluster.address, log_to_driver=False)
         worker = next(n for n in cluster.list_all_nodes() if not n.head)
         task = ray.remote(num_cpus=0)(_noop).options(
-            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=worker.node_id,
-                                                               soft=False))
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=worker.node_id, soft=False)
+        )
         elapsed, _ = ms(lambda: ray.get(task.remote()))
     return elapsed
 
@@ -179,24 +198,34 @@ def ray_first_task_ms() -> float:
 def run(args: argparse.Namespace) -> int:
     results = []
     try:
-        results.append(measure(
-            # address="local": a fresh instance, even if another Ray runs on this machine
-            "one node", lambda: ray.init(address="local", num_cpus=1,
-                                         include_dashboard=False, log_to_driver=False),
-            args.repeat, ONE_NODE_TARGET_MS,
-        ))
+        results.append(
+            measure(
+                # address="local": a fresh instance, even if another Ray runs on this machine
+                "one node",
+                lambda: ray.init(
+                    address="local", num_cpus=1, include_dashboard=False, log_to_driver=False
+                ),
+                args.repeat,
+                ONE_NODE_TARGET_MS,
+            )
+        )
     finally:
         ray.shutdown()
     if not args.skip_cluster:
         with two_nodes() as cluster:
-            results.append(measure(
-                "two nodes (Cluster)",
-                lambda: ray.init(address=cluster.address, log_to_driver=False),
-                args.repeat, TWO_NODE_TARGET_MS,
-            ))
+            results.append(
+                measure(
+                    "two nodes (Cluster)",
+                    lambda: ray.init(address=cluster.address, log_to_driver=False),
+                    args.repeat,
+                    TWO_NODE_TARGET_MS,
+                )
+            )
         baseline = ray_first_task_ms()
-        print(f"  baseline: Ray's first no-op task on a fresh worker node {baseline:9.1f} ms"
-              " (another fresh cluster; the cold add_runtime above includes this)")
+        print(
+            f"  baseline: Ray's first no-op task on a fresh worker node {baseline:9.1f} ms"
+            " (another fresh cluster; the cold add_runtime above includes this)"
+        )
     return 0 if all(results) else 1
 
 

@@ -70,25 +70,38 @@ def main() -> None:
     compute_dna(manifest)  # warm caches and regex compilation
     naive = report(
         "baseline json.dumps(sort_keys)+sha256",
-        timed(lambda: hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest(),
-              args.repeat),
+        timed(
+            lambda: hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest(),
+            args.repeat,
+        ),
     )
-    dna = report("expdna DNA of the same dict (7 sections)",
-                 timed(lambda: compute_dna(doc), args.repeat))
-    dna_model = report("expdna DNA of the pydantic model (+ dump)",
-                       timed(lambda: compute_dna(manifest), args.repeat))
-    redact = report("expdna redact_tree (whole manifest)",
-                    timed(lambda: redact_tree(doc), args.repeat))
+    dna = report(
+        "expdna DNA of the same dict (7 sections)", timed(lambda: compute_dna(doc), args.repeat)
+    )
+    dna_model = report(
+        "expdna DNA of the pydantic model (+ dump)",
+        timed(lambda: compute_dna(manifest), args.repeat),
+    )
+    redact = report(
+        "expdna redact_tree (whole manifest)", timed(lambda: redact_tree(doc), args.repeat)
+    )
     patched = json.loads(json.dumps(doc))
     patched["code"]["relax"]["patch"]["text"] = "".join(
-        f"+    value_{i} = compute(x, {i})  # line {i}\n" for i in range(800))
-    redact_patch = report("expdna redact_tree (with a 32 KB patch)",
-                          timed(lambda: redact_tree(patched), max(50, args.repeat // 20)))
+        f"+    value_{i} = compute(x, {i})  # line {i}\n" for i in range(800)
+    )
+    redact_patch = report(
+        "expdna redact_tree (with a 32 KB patch)",
+        timed(lambda: redact_tree(patched), max(50, args.repeat // 20)),
+    )
     print()
-    print(f"DNA: {dna:.3f} ms (target < 1 ms), {dna / naive:.2f}x the naive baseline "
-          f"(target <= 3x); from the model {dna_model:.3f} ms, {dna_model / naive:.2f}x")
-    print(f"redaction: {redact:.3f} ms per manifest (target < 5 ms); "
-          f"{redact_patch:.3f} ms with a 32 KB patch")
+    print(
+        f"DNA: {dna:.3f} ms (target < 1 ms), {dna / naive:.2f}x the naive baseline "
+        f"(target <= 3x); from the model {dna_model:.3f} ms, {dna_model / naive:.2f}x"
+    )
+    print(
+        f"redaction: {redact:.3f} ms per manifest (target < 5 ms); "
+        f"{redact_patch:.3f} ms with a 32 KB patch"
+    )
 
 
 if __name__ == "__main__":

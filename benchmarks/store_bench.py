@@ -58,9 +58,15 @@ BATCH = 500
 #: with writing the previous one's blobs (expdna.store.recorder).
 CALL = 10_000
 LOOKUPS = 50
-MLFLOW = {"ingest_runs_s": 54.0, "bytes_per_run": 19.3 * 1024, "vbios_ms_10k": 190.0,
-          "vbios_ms_57k": 1100.0, "dna_tag_ms_10k": 15.0, "dna_tag_ms_57k": 100.0,
-          "get_run_ms": 3.5}
+MLFLOW = {
+    "ingest_runs_s": 54.0,
+    "bytes_per_run": 19.3 * 1024,
+    "vbios_ms_10k": 190.0,
+    "vbios_ms_57k": 1100.0,
+    "dna_tag_ms_10k": 15.0,
+    "dna_tag_ms_57k": 100.0,
+    "get_run_ms": 3.5,
+}
 EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
 
 
@@ -72,8 +78,12 @@ class History:
 
     def manifest(self, i: int) -> Manifest:
         setup = i // 2
-        doc = synthetic_doc(i, setup=setup, vbios=VBIOS if setup % 100 == 0 else "96.00.5A.00.01",
-                            driver=DRIVERS[setup % 20])
+        doc = synthetic_doc(
+            i,
+            setup=setup,
+            vbios=VBIOS if setup % 100 == 0 else "96.00.5A.00.01",
+            driver=DRIVERS[setup % 20],
+        )
         doc["run_id"] = run_id(i)
         manifest = manifest_from_dict(doc)
         if setup not in self._dna:
@@ -140,8 +150,8 @@ def record_history(store: Store, history: History, size: int) -> dict[str, float
         if start and start % 100_000 == 0:
             print(f"    ... {start:,} runs", flush=True)
     ended = os.times()  # with each call's blob-writing helper, waited for when the call ends
-    cpu += (ended.children_user - helper.children_user)
-    cpu += (ended.children_system - helper.children_system)
+    cpu += ended.children_user - helper.children_user
+    cpu += ended.children_system - helper.children_system
     objects, index = phases.seconds["objects"], phases.seconds["index"]
     return {
         "record_runs_s": size / wall,
@@ -162,18 +172,29 @@ def add_pins(store: Store, size: int) -> None:
     wanted = [run_id(i) for i in range(0, size, PIN_EVERY)]
     with store.index.write() as conn:
         for start in range(0, len(wanted), 5000):
-            part = wanted[start:start + 5000]
+            part = wanted[start : start + 5000]
             rows = conn.execute(select(Run.run_id, Run.id, Run.dna).where(Run.run_id.in_(part)))
-            conn.execute(insert(Pin), [
-                {"run_pk": pk, "dna": dna, "digest": pin_digest(int(rid[-7:])),
-                 "algorithm": "blake3", "name": f"ckpt-{rid}", "path": None, "size": 1,
-                 "pinned_at": now}
-                for rid, pk, dna in rows
-            ])
+            conn.execute(
+                insert(Pin),
+                [
+                    {
+                        "run_pk": pk,
+                        "dna": dna,
+                        "digest": pin_digest(int(rid[-7:])),
+                        "algorithm": "blake3",
+                        "name": f"ckpt-{rid}",
+                        "path": None,
+                        "size": 1,
+                        "pinned_at": now,
+                    }
+                    for rid, pk, dna in rows
+                ],
+            )
 
 
-def scan(store_dir: Path, index_url: str | None, start: int, count: int,
-         history: History, scratch: Path) -> float:
+def scan(
+    store_dir: Path, index_url: str | None, start: int, count: int, history: History, scratch: Path
+) -> float:
     """``expdna record --scan`` of ``count`` new manifest files; returns runs/s."""
     folder = scratch / f"scan_{start}"
     for sub in range(100):
@@ -185,8 +206,9 @@ def scan(store_dir: Path, index_url: str | None, start: int, count: int,
     if index_url:
         env["EXPDNA_INDEX_URL"] = index_url
     began = time.perf_counter()
-    done = subprocess.run([EXPDNA, "record", "--scan", str(folder)], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [EXPDNA, "record", "--scan", str(folder)], env=env, capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - began
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == f"recorded {count}, skipped 0, failed 0"
@@ -205,10 +227,15 @@ def index_bytes(store: Store) -> int:
         return int((pages - free) * size)
     with store.index.read() as conn:
         conn.execute(text("ANALYZE"))
-        return int(conn.execute(text(
-            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n "
-            "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'"
-        )).scalar_one())
+        return int(
+            conn.execute(
+                text(
+                    "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+                )
+            ).scalar_one()
+        )
 
 
 def file_create_us(directory: Path, count: int = 2000) -> float:
@@ -234,8 +261,9 @@ def file_create_us(directory: Path, count: int = 2000) -> float:
     return (time.perf_counter() - began) / count * 1e6
 
 
-def measure(label: str, size: int, root: Path, index_url: str | None,
-            scan_runs: int) -> dict[str, float]:
+def measure(
+    label: str, size: int, root: Path, index_url: str | None, scan_runs: int
+) -> dict[str, float]:
     history = History()
     store_dir = root / f"store_{label}_{size}"
     if index_url:
@@ -264,12 +292,11 @@ def measure(label: str, size: int, root: Path, index_url: str | None,
             "scan_runs_s": scanned,
             "twins_ms": median_ms(store.twins, ids),
             "which_name_ms": median_ms(store.which, [f"ckpt-{run_id(i)}" for i in pinned]),
-            "which_digest_ms": median_ms(store.which,
-                                         [f"blake3:{pin_digest(i)}" for i in pinned]),
-            "vbios_ms": median_ms(lambda _: store.find(named_filter("vbios", VBIOS)),
-                                  [None] * 10),
-            "vbios_ids_ms": median_ms(lambda _: store.find_ids(named_filter("vbios", VBIOS)),
-                                      [None] * 10),
+            "which_digest_ms": median_ms(store.which, [f"blake3:{pin_digest(i)}" for i in pinned]),
+            "vbios_ms": median_ms(lambda _: store.find(named_filter("vbios", VBIOS)), [None] * 10),
+            "vbios_ids_ms": median_ms(
+                lambda _: store.find_ids(named_filter("vbios", VBIOS)), [None] * 10
+            ),
             "vbios_hits": hits,
             "get_ms": median_ms(store.get, ids),
             "show_ms": median_ms(store.show, ids),
@@ -292,32 +319,50 @@ def report(label: str, r: dict[str, float]) -> None:
     dna_base = MLFLOW["dna_tag_ms_10k"] if at_10k else MLFLOW["dna_tag_ms_57k"]
     where = "10k" if at_10k else "57k (its largest)"
     print(f"  {label}, {int(r['runs']):,} runs")
-    print(f"    record, batched API   {r['record_runs_s']:10,.0f} runs/s  "
-          f"(target >= 2,000; MLflow 54: "
-          f"{ratio(r['record_runs_s'], MLFLOW['ingest_runs_s'], True)})")
-    print(f"      a run: check+flatten {r['check_us']:.0f} us, "
-          f"objects (waited) {r['objects_us']:.0f} us, index {r['index_us']:.0f} us; "
-          f"{r['record_cpu_runs_s']:,.0f} runs per CPU-second "
-          "(with the blob-writing helper's)")
-    print(f"      baseline, just before: a plain create+write+rename of one 1.5 KB file "
-          f"here took {r['file_create_us']:.0f} us")
-    print(f"    record --scan (CLI)   {r['scan_runs_s']:10,.0f} runs/s  "
-          f"(MLflow 54: {ratio(r['scan_runs_s'], MLFLOW['ingest_runs_s'], True)})")
-    print(f"    twins                 {r['twins_ms']:10.2f} ms      (target < 5; MLflow dna tag at "
-          f"{where} {dna_base:g} ms: {ratio(r['twins_ms'], dna_base, False)})")
+    print(
+        f"    record, batched API   {r['record_runs_s']:10,.0f} runs/s  "
+        f"(target >= 2,000; MLflow 54: "
+        f"{ratio(r['record_runs_s'], MLFLOW['ingest_runs_s'], True)})"
+    )
+    print(
+        f"      a run: check+flatten {r['check_us']:.0f} us, "
+        f"objects (waited) {r['objects_us']:.0f} us, index {r['index_us']:.0f} us; "
+        f"{r['record_cpu_runs_s']:,.0f} runs per CPU-second "
+        "(with the blob-writing helper's)"
+    )
+    print(
+        f"      baseline, just before: a plain create+write+rename of one 1.5 KB file "
+        f"here took {r['file_create_us']:.0f} us"
+    )
+    print(
+        f"    record --scan (CLI)   {r['scan_runs_s']:10,.0f} runs/s  "
+        f"(MLflow 54: {ratio(r['scan_runs_s'], MLFLOW['ingest_runs_s'], True)})"
+    )
+    print(
+        f"    twins                 {r['twins_ms']:10.2f} ms      (target < 5; MLflow dna tag at "
+        f"{where} {dna_base:g} ms: {ratio(r['twins_ms'], dna_base, False)})"
+    )
     print(f"    which NAME            {r['which_name_ms']:10.2f} ms      (target < 5)")
     print(f"    which blake3:DIGEST   {r['which_digest_ms']:10.2f} ms      (target < 5)")
-    print(f"    find --vbios          {r['vbios_ms']:10.2f} ms      ({int(r['vbios_hits']):,} "
-          f"runs; target < 100; MLflow at {where} {vbios_base:g} ms: "
-          f"{ratio(r['vbios_ms'], vbios_base, False)})")
-    print(f"    find_ids --vbios      {r['vbios_ids_ms']:10.2f} ms      (run ids and DNA only; "
-          f"MLflow: {ratio(r['vbios_ids_ms'], vbios_base, False)})")
-    print(f"    get (show summary)    {r['get_ms']:10.2f} ms      (target < 5; MLflow get_run "
-          f"3.5 ms: {ratio(r['get_ms'], MLFLOW['get_run_ms'], False)})")
+    print(
+        f"    find --vbios          {r['vbios_ms']:10.2f} ms      ({int(r['vbios_hits']):,} "
+        f"runs; target < 100; MLflow at {where} {vbios_base:g} ms: "
+        f"{ratio(r['vbios_ms'], vbios_base, False)})"
+    )
+    print(
+        f"    find_ids --vbios      {r['vbios_ids_ms']:10.2f} ms      (run ids and DNA only; "
+        f"MLflow: {ratio(r['vbios_ids_ms'], vbios_base, False)})"
+    )
+    print(
+        f"    get (show summary)    {r['get_ms']:10.2f} ms      (target < 5; MLflow get_run "
+        f"3.5 ms: {ratio(r['get_ms'], MLFLOW['get_run_ms'], False)})"
+    )
     print(f"    show (manifest)       {r['show_ms']:10.2f} ms")
-    print(f"    index                 {r['index_bytes_run']:10,.0f} B/run  (target <= 4,096; "
-          f"MLflow 19.3 KB: {ratio(r['index_bytes_run'], MLFLOW['bytes_per_run'], False)})",
-          flush=True)
+    print(
+        f"    index                 {r['index_bytes_run']:10,.0f} B/run  (target <= 4,096; "
+        f"MLflow 19.3 KB: {ratio(r['index_bytes_run'], MLFLOW['bytes_per_run'], False)})",
+        flush=True,
+    )
 
 
 def growth(results: list[dict[str, float]]) -> None:
@@ -325,14 +370,18 @@ def growth(results: list[dict[str, float]]) -> None:
     if len(results) < 2:
         return
     small, large = results[0], results[-1]
-    print(f"  growth {int(small['runs']):,} -> {int(large['runs']):,} runs "
-          f"({large['runs'] / small['runs']:.0f}x the history):")
+    print(
+        f"  growth {int(small['runs']):,} -> {int(large['runs']):,} runs "
+        f"({large['runs'] / small['runs']:.0f}x the history):"
+    )
     for key in ("twins_ms", "which_name_ms", "which_digest_ms", "get_ms", "show_ms"):
         print(f"    {key:<16} {large[key] / small[key]:5.2f}x")
     hits = large["vbios_hits"] / small["vbios_hits"]
     for key in ("vbios_ms", "vbios_ids_ms"):
-        print(f"    {key:<16} {large[key] / small[key]:5.2f}x "
-              f"(with {hits:.0f}x the hits: it returns 1 % of the history)")
+        print(
+            f"    {key:<16} {large[key] / small[key]:5.2f}x "
+            f"(with {hits:.0f}x the hits: it returns 1 % of the history)"
+        )
 
 
 def pg_database(url: str) -> Iterator[str]:
@@ -340,8 +389,13 @@ def pg_database(url: str) -> Iterator[str]:
     from sqlalchemy.engine import make_url
 
     base = make_url(url)
-    admin = psycopg.connect(host=base.host, port=base.port or 5432, user=base.username,
-                            dbname=base.database or "postgres", autocommit=True)
+    admin = psycopg.connect(
+        host=base.host,
+        port=base.port or 5432,
+        user=base.username,
+        dbname=base.database or "postgres",
+        autocommit=True,
+    )
     name = f"expdna_bench_{secrets.token_hex(4)}"
     admin.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -353,21 +407,30 @@ def pg_database(url: str) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="10000,100000",
-                        help="history sizes on SQLite, comma-separated (1000000: ~15 min)")
+    parser.add_argument(
+        "--sizes",
+        default="10000,100000",
+        help="history sizes on SQLite, comma-separated (1000000: ~15 min)",
+    )
     parser.add_argument("--postgres", action="store_true", help="add 100,000 runs on PostgreSQL")
     parser.add_argument("--pg-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--pg-size", type=int, default=100_000)
-    parser.add_argument("--scan-runs", type=int, default=5000,
-                        help="manifest files recorded through `expdna record --scan`")
+    parser.add_argument(
+        "--scan-runs",
+        type=int,
+        default=5000,
+        help="manifest files recorded through `expdna record --scan`",
+    )
     parser.add_argument("--dir", type=Path, default=None, help="where the stores are built")
     args = parser.parse_args()
 
     root = Path(tempfile.mkdtemp(prefix="expdna-store-bench-", dir=args.dir))
     print(f"stores under {root} (CPU: {os.cpu_count()} cores)")
     try:
-        results = [measure("SQLite", int(size), root, None, args.scan_runs)
-                   for size in args.sizes.split(",")]
+        results = [
+            measure("SQLite", int(size), root, None, args.scan_runs)
+            for size in args.sizes.split(",")
+        ]
         growth(results)
         if args.postgres:
             for url in pg_database(args.pg_url):

@@ -43,7 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--hidden", type=int, default=32, help="hidden layer width")
     parser.add_argument("--rows", type=int, default=2048, help="rows in the generated dataset")
     parser.add_argument(
-        "--store", default=os.environ.get("EXPDNA_STORE"),
+        "--store",
+        default=os.environ.get("EXPDNA_STORE"),
         help="expdna store directory (default: $EXPDNA_STORE; none: no store)",
     )
     return parser.parse_args(argv)
@@ -91,7 +92,7 @@ def train(
         order = torch.randperm(split, generator=shuffle)
         total = 0.0
         for start in range(0, split, args.batch_size):
-            batch = order[start:start + args.batch_size]
+            batch = order[start : start + args.batch_size]
             optimiser.zero_grad()
             loss = loss_fn(model(x_train[batch]), y_train[batch])
             loss.backward()
@@ -110,7 +111,10 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     data = write_dataset(args.output_dir / "data" / "tiny.parquet", args.rows)
     # Where the store lives says nothing about the experiment: keep it out of the DNA.
     with expdna.track(
-        args, output_dir=args.output_dir, data=[data], store=args.store,
+        args,
+        output_dir=args.output_dir,
+        data=[data],
+        store=args.store,
         dna_ignore=["config.resolved_args.store"],
     ) as run:
         x, y = read_dataset(data)
@@ -121,8 +125,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             run.pin(checkpoint)
         run.log_final(**metrics)
     summary: dict[str, object] = {
-        "run_id": run.run_id, "dna": run.dna, "manifest": str(run.path),
-        "checkpoint": str(checkpoint), **metrics,
+        "run_id": run.run_id,
+        "dna": run.dna,
+        "manifest": str(run.path),
+        "checkpoint": str(checkpoint),
+        **metrics,
     }
     print(json.dumps(summary))
     return summary

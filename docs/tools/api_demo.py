@@ -10,8 +10,9 @@ repo = manifest.code["vit-cifar"]
 print(repo.commit[:7], repo.branch, repo.dirty)
 
 # Collect and write the file (atomically, under the 100 KB cap).
-path, written = expdna.generate(argv, output="manifests/api.json",
-                                dna_ignore=["config.resolved_args.seed"])
+path, written = expdna.generate(
+    argv, output="manifests/api.json", dna_ignore=["config.resolved_args.seed"]
+)
 print(path, written.dna.value[:12])
 
 # Read any 1.x manifest back; dna_of recomputes the DNA from the content.

@@ -17,8 +17,9 @@ from expdna.manifest.dna import projections  # noqa: E402
 torch.use_deterministic_algorithms(True)
 torch.manual_seed(1234)
 
-path, manifest = expdna.generate(["python", "train.py", "--lr", "3e-4"],
-                                 output="manifests/framework.json")
+path, manifest = expdna.generate(
+    ["python", "train.py", "--lr", "3e-4"], output="manifests/framework.json"
+)
 doc = manifest.to_dict()
 print(json.dumps({"environment.framework": doc["environment"]["framework"]}, indent=2))
 versions = {k: v for k, v in doc["hardware"].items() if k.startswith(("cuda", "cudnn", "nccl"))}

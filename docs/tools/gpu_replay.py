@@ -49,8 +49,7 @@ def main() -> None:
     workdir.mkdir(exist_ok=True)
     driver = workdir / "nvidiactl"  # stands for /dev/nvidiactl: "a driver is here"
     driver.touch()
-    sources = GpuSources(nvidia_smi=str(standin(args.recording, workdir)),
-                         driver_paths=(driver,))
+    sources = GpuSources(nvidia_smi=str(standin(args.recording, workdir)), driver_paths=(driver,))
     registry = default_registry(plugins=False)
     registry.collectors["gpu"] = Collector(
         "gpu", "hardware", lambda ctx: collect_gpu_from(ctx, sources)
@@ -69,11 +68,16 @@ def main() -> None:
     if args.brief:
         visible = "(unset)" if args.visible is None else repr(args.visible)
         gpus = ", ".join(f"[{g['index']}] {g['pci_bus_id']}" for g in hardware["gpus"])
-        print(f"CUDA_VISIBLE_DEVICES={visible:<43} {hardware['gpu_source']:<15} "
-              f"gpu_count {hardware['gpu_count']}" + (f": {gpus}" if gpus else ""))
+        print(
+            f"CUDA_VISIBLE_DEVICES={visible:<43} {hardware['gpu_source']:<15} "
+            f"gpu_count {hardware['gpu_count']}" + (f": {gpus}" if gpus else "")
+        )
         return
-    shown = {k: v for k, v in hardware.items()
-             if k not in ("cpu_model", "cpu_count", "memory_gb", "cpu_microcode", "machine")}
+    shown = {
+        k: v
+        for k, v in hardware.items()
+        if k not in ("cpu_model", "cpu_count", "memory_gb", "cpu_microcode", "machine")
+    }
     print(json.dumps(shown, indent=2))
     print(json.dumps({"gpu": status.model_dump()}, indent=2))
 

@@ -1,8 +1,8 @@
 """Datasets for the docs' data examples.
 
-    python make_data.py imagenet-mini DIR   5 small "images", two Parquet label tables, a README
-    python make_data.py shards DIR N        N files of 1 KiB
-    python make_data.py big DIR N MIB       N files of MIB MiB each
+python make_data.py imagenet-mini DIR   5 small "images", two Parquet label tables, a README
+python make_data.py shards DIR N        N files of 1 KiB
+python make_data.py big DIR N MIB       N files of MIB MiB each
 """
 
 import os
@@ -22,10 +22,12 @@ def imagenet_mini(root: Path) -> None:
             (root / split / f"img_{i:04d}.jpg").write_bytes(rng.randbytes(2048 + 512 * i))
     labels = {"train": [3, 1, 4], "val": [1, 5]}
     for split, values in labels.items():
-        table = pa.table({
-            "image": [f"{split}/img_{i:04d}.jpg" for i in range(len(values))],
-            "label": pa.array(values, pa.int16()),
-        })
+        table = pa.table(
+            {
+                "image": [f"{split}/img_{i:04d}.jpg" for i in range(len(values))],
+                "label": pa.array(values, pa.int16()),
+            }
+        )
         pq.write_table(table, root / split / "labels.parquet")
     (root / "README.txt").write_text("imagenet-mini: 5 images, labels in Parquet\n")
 

@@ -37,8 +37,7 @@ def section(text: str, title: str) -> str:
 
 
 def query(text: str, fields: list[str]) -> tuple[int, str]:
-    rows = list(csv.reader(section(text, "idle :: query-gpu").splitlines(),
-                           skipinitialspace=True))
+    rows = list(csv.reader(section(text, "idle :: query-gpu").splitlines(), skipinitialspace=True))
     header = [cell.split(" [", 1)[0].strip() for cell in rows[0]]
     for name in fields:
         if name not in header:

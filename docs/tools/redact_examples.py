@@ -1,4 +1,5 @@
 """The redaction examples of the guide, printed as `before -> after`."""
+
 from expdna.manifest.redact import redact_argv, redact_text, redact_tree
 
 TEXTS = [

@@ -1,4 +1,5 @@
 """DNA v1 from a manifest file, without expdna: only json, math, re, fnmatch, rfc8785, blake3."""
+
 import fnmatch
 import json
 import math
@@ -9,24 +10,103 @@ import rfc8785
 from blake3 import blake3
 
 PER_RUN_ARGS = [
-    "output_dir", "out_dir", "outdir", "output_path", "output", "save_dir", "save_path",
-    "save", "log_dir", "logdir", "logging_dir", "log_path", "log_file", "tensorboard_dir",
-    "tensorboard_log_dir", "tb_dir", "checkpoint_dir", "ckpt_dir", "run_name", "run_id",
-    "exp_name", "experiment_name", "tags", "tag", "notes", "note", "output_root",
-    "*_output_dir", "*_log_dir", "*_logging_dir", "*_save_dir", "*_checkpoint_dir",
-    "*_run_name", "wandb_*", "mlflow_*", "comet_*", "neptune_*", "swanlab_*", "clearml_*",
-    "store", "store_dir", "index_url", "expdna_*"]
+    "output_dir",
+    "out_dir",
+    "outdir",
+    "output_path",
+    "output",
+    "save_dir",
+    "save_path",
+    "save",
+    "log_dir",
+    "logdir",
+    "logging_dir",
+    "log_path",
+    "log_file",
+    "tensorboard_dir",
+    "tensorboard_log_dir",
+    "tb_dir",
+    "checkpoint_dir",
+    "ckpt_dir",
+    "run_name",
+    "run_id",
+    "exp_name",
+    "experiment_name",
+    "tags",
+    "tag",
+    "notes",
+    "note",
+    "output_root",
+    "*_output_dir",
+    "*_log_dir",
+    "*_logging_dir",
+    "*_save_dir",
+    "*_checkpoint_dir",
+    "*_run_name",
+    "wandb_*",
+    "mlflow_*",
+    "comet_*",
+    "neptune_*",
+    "swanlab_*",
+    "clearml_*",
+    "store",
+    "store_dir",
+    "index_url",
+    "expdna_*",
+]
 PER_ALLOCATION_ENV = [
-    "CUDA_VISIBLE_DEVICES", "RAY_ADDRESS", "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_*",
-    "SLURM_*NODELIST", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_*",
-    "SLURM_STEPID", "SLURM_TASK_PID", "SLURM_SUBMIT_*", "SLURMD_NODENAME", "SLURM_TOPOLOGY_*",
-    "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SRUN_COMM_*", "SLURM_JOB_UID", "SLURM_JOB_USER",
-    "SLURM_JOB_NAME", "SLURM_CONF", "*_ADDR", "*_ADDRESS", "*_PORT", "*_HOST", "*_IPADDR",
-    "*_NODELIST", "*_JOB_ID", "*_JOBID"]
+    "CUDA_VISIBLE_DEVICES",
+    "RAY_ADDRESS",
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_ARRAY_*",
+    "SLURM_*NODELIST",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_STEP_*",
+    "SLURM_STEPID",
+    "SLURM_TASK_PID",
+    "SLURM_SUBMIT_*",
+    "SLURMD_NODENAME",
+    "SLURM_TOPOLOGY_*",
+    "SLURM_LAUNCH_NODE_IPADDR",
+    "SLURM_SRUN_COMM_*",
+    "SLURM_JOB_UID",
+    "SLURM_JOB_USER",
+    "SLURM_JOB_NAME",
+    "SLURM_CONF",
+    "*_ADDR",
+    "*_ADDRESS",
+    "*_PORT",
+    "*_HOST",
+    "*_IPADDR",
+    "*_NODELIST",
+    "*_JOB_ID",
+    "*_JOBID",
+]
 VOLATILE_HARDWARE = [
-    "uuid", "serial", "*bus_id", "pci", "minor_number", "index", "hostname", "source",
-    "temperature*", "*_temperature", "fan*", "power_draw*", "utilization*", "memory_used*",
-    "memory_free*", "clocks*", "*_current", "current_*", "*_source", "power_limit*"]
+    "uuid",
+    "serial",
+    "*bus_id",
+    "pci",
+    "minor_number",
+    "index",
+    "hostname",
+    "source",
+    "temperature*",
+    "*_temperature",
+    "fan*",
+    "power_draw*",
+    "utilization*",
+    "memory_used*",
+    "memory_free*",
+    "clocks*",
+    "*_current",
+    "current_*",
+    "*_source",
+    "power_limit*",
+]
 VOLATILE_RESOURCES = ["node:*", "memory", "object_store_memory"]
 TOO_BROAD_ROOTS = ["", ".", "./", "/", "~", "~/", ".."]
 PER_MACHINE_ENVIRONMENT = ["hostname", "python_executable", "container"]
@@ -65,15 +145,27 @@ def code(sec):
     out = []
     for repo in sec.values():
         patch = repo.get("patch") or {}
-        ident = {"commit": repo.get("commit"), "dirty": repo.get("dirty"),
-                 "patch": patch.get("digest")}
+        ident = {
+            "commit": repo.get("commit"),
+            "dirty": repo.get("dirty"),
+            "patch": patch.get("digest"),
+        }
         if patch.get("binary_files"):
-            ident["binary_files"] = sorted([b.get("path") or "", b.get("digest") or ""]
-                                           for b in patch["binary_files"])
+            ident["binary_files"] = sorted(
+                [b.get("path") or "", b.get("digest") or ""] for b in patch["binary_files"]
+            )
         if repo.get("submodules"):
-            ident["submodules"] = sorted(({"path": s.get("path") or "", "commit": s.get("commit"),
-                                           "checked_out": s.get("checked_out")}
-                                          for s in repo["submodules"]), key=lambda s: s["path"])
+            ident["submodules"] = sorted(
+                (
+                    {
+                        "path": s.get("path") or "",
+                        "commit": s.get("commit"),
+                        "checked_out": s.get("checked_out"),
+                    }
+                    for s in repo["submodules"]
+                ),
+                key=lambda s: s["path"],
+            )
         out.append(ident)
     return by_bytes(out)
 
@@ -97,28 +189,42 @@ def arg_name(k):  # "--Output-Dir" was stored as "Output-Dir": compare as "outpu
 
 def config(sec):
     args = sec.get("resolved_args") or {}
-    roots = [as_text(v).rstrip("/") + "/" for k, v in args.items()
-             if as_text(v) is not None and as_text(v) not in TOO_BROAD_ROOTS
-             and matches(arg_name(k), PER_RUN_ARGS)]
+    roots = [
+        as_text(v).rstrip("/") + "/"
+        for k, v in args.items()
+        if as_text(v) is not None
+        and as_text(v) not in TOO_BROAD_ROOTS
+        and matches(arg_name(k), PER_RUN_ARGS)
+    ]
 
     def per_run(k, v):
         text = as_text(v)
-        return matches(arg_name(k), PER_RUN_ARGS) or masked(v) or (
-            text is not None and re.search(r"(^|_)(dir|path|file|prefix)$", arg_name(k))
-            and any((text.rstrip("/") + "/").startswith(r) for r in roots))
+        return (
+            matches(arg_name(k), PER_RUN_ARGS)
+            or masked(v)
+            or (
+                text is not None
+                and re.search(r"(^|_)(dir|path|file|prefix)$", arg_name(k))
+                and any((text.rstrip("/") + "/").startswith(r) for r in roots)
+            )
+        )
 
-    return {"resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
-            "selected_env": {k: v for k, v in (sec.get("selected_env") or {}).items()
-                             if not matches(k, PER_ALLOCATION_ENV) and not masked(v)},
-            "config_files": sorted((sec.get("config_files") or {}).values())}
+    return {
+        "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
+        "selected_env": {
+            k: v
+            for k, v in (sec.get("selected_env") or {}).items()
+            if not matches(k, PER_ALLOCATION_ENV) and not masked(v)
+        },
+        "config_files": sorted((sec.get("config_files") or {}).values()),
+    }
 
 
 def framework(info):  # as installed, plus the loaded framework's determinism switches
     out = {k: v for k, v in info.items() if k != "loaded"}
     loaded = info.get("loaded")
     if isinstance(loaded, dict) and isinstance(loaded.get("determinism"), dict):
-        out["determinism"] = {k: v for k, v in loaded["determinism"].items()
-                              if k != "initial_seed"}
+        out["determinism"] = {k: v for k, v in loaded["determinism"].items() if k != "initial_seed"}
     return out
 
 
@@ -128,8 +234,10 @@ def environment(sec):
         m = re.match(r"^(\d+\.\d+)", out["kernel"])
         out["kernel"] = m.group(1) if m else out["kernel"]
     if isinstance(out.get("framework"), dict):
-        out["framework"] = {name: framework(info) if isinstance(info, dict) else info
-                            for name, info in out["framework"].items()}
+        out["framework"] = {
+            name: framework(info) if isinstance(info, dict) else info
+            for name, info in out["framework"].items()
+        }
     return out
 
 
@@ -138,33 +246,59 @@ def hardware(sec):
         if isinstance(v, dict):
             return {k: strip(x) for k, x in v.items() if not matches(k, VOLATILE_HARDWARE)}
         return [strip(x) for x in v] if isinstance(v, list) else v
+
     return strip({k: v for k, v in sec.items() if k != "memory_gb"})
 
 
 def runtime(sec):
-    nodes = [{"role": n.get("role"), "fingerprint": n.get("fingerprint"),
-              "resources": {k: v for k, v in (n.get("resources") or {}).items()
-                            if not matches(k, VOLATILE_RESOURCES)}}
-             for n in sec.get("nodes") or []]
+    nodes = [
+        {
+            "role": n.get("role"),
+            "fingerprint": n.get("fingerprint"),
+            "resources": {
+                k: v
+                for k, v in (n.get("resources") or {}).items()
+                if not matches(k, VOLATILE_RESOURCES)
+            },
+        }
+        for n in sec.get("nodes") or []
+    ]
     return {"mode": sec.get("mode"), "node_count": sec.get("node_count"), "nodes": by_bytes(nodes)}
 
 
 def data(sec):
-    return {"datasets": by_bytes({k: v for k, v in d.items() if k not in DATASET_DETAIL}
-                                 for d in sec.get("datasets") or [])}
+    return {
+        "datasets": by_bytes(
+            {k: v for k, v in d.items() if k not in DATASET_DETAIL}
+            for d in sec.get("datasets") or []
+        )
+    }
 
 
-PROJECT = {"code": code, "config": config, "training": dict, "environment": environment,
-           "hardware": hardware, "runtime": runtime, "data": data}
-DEFAULTS = {"training": {"parallel_topology": {}, "seeds": {}},
-            "environment": {"packages": {}}, "hardware": {"gpus": []}}
+PROJECT = {
+    "code": code,
+    "config": config,
+    "training": dict,
+    "environment": environment,
+    "hardware": hardware,
+    "runtime": runtime,
+    "data": data,
+}
+DEFAULTS = {
+    "training": {"parallel_topology": {}, "seeds": {}},
+    "environment": {"packages": {}},
+    "hardware": {"gpus": []},
+}
 
 
 def ignore(v, path, globs):  # dna_ignore: dotted paths through objects, not into lists
     if not isinstance(v, dict):
         return v
-    return {k: ignore(x, f"{path}.{k}", globs) for k, x in v.items()
-            if not matches(f"{path}.{k}", globs)}
+    return {
+        k: ignore(x, f"{path}.{k}", globs)
+        for k, x in v.items()
+        if not matches(f"{path}.{k}", globs)
+    }
 
 
 def dna(manifest):

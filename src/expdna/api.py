@@ -67,7 +67,9 @@ def collect(
     registry = registry or default_registry()
     started = time.perf_counter()
     outcomes = run_collectors(
-        ctx, registry.select(collectors), deadline_s=deadline_s,
+        ctx,
+        registry.select(collectors),
+        deadline_s=deadline_s,
         overall_deadline_s=overall_deadline_s,
     )
     sections: dict[str, dict[str, Any]] = {}
@@ -110,8 +112,14 @@ def generate(
     if target is not None and not target.is_dir() and not target.parent.is_dir():
         raise InvalidInputError(f"{target.parent}: output directory does not exist")
     manifest = collect(
-        argv, cwd=cwd, repos=repos, data=data, deadline_s=deadline_s, dna_ignore=dna_ignore,
-        use_cache=use_cache, progress=progress,
+        argv,
+        cwd=cwd,
+        repos=repos,
+        data=data,
+        deadline_s=deadline_s,
+        dna_ignore=dna_ignore,
+        use_cache=use_cache,
+        progress=progress,
     )
     if target is None or target.is_dir():
         target = default_output(manifest, target)

@@ -60,7 +60,7 @@ def hash_file(
         with mapped, memoryview(mapped) as view:
             length = len(view)
             for start in range(0, length, CHUNK_BYTES):
-                with view[start:start + CHUNK_BYTES] as chunk:
+                with view[start : start + CHUNK_BYTES] as chunk:
                     hasher.update(chunk)
                 if on_bytes is not None:
                     on_bytes(min(CHUNK_BYTES, length - start))

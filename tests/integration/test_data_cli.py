@@ -19,11 +19,16 @@ EXPDNA = shutil.which("expdna", path=str(Path(sys.executable).parent)) or shutil
 pytestmark = pytest.mark.skipif(EXPDNA is None, reason="the expdna command is not installed")
 
 
-def run(cwd: Path, *args: str, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess[str]:
+def run(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     assert EXPDNA is not None
     return subprocess.run(
-        [EXPDNA, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+        [EXPDNA, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "EXPDNA_CACHE_DIR": str(cwd / "cache"), **(env or {})},
     )
 
@@ -73,7 +78,10 @@ def test_every_changed_file_is_named(work: Path) -> None:
     [check] = report["datasets"]
     assert (check["status"], check["detail"]) == ("changed", "files")
     assert (check["changed"], check["missing"], check["new"]) == (
-        ["edit.txt"], ["sub/gone.txt"], ["new.txt"])
+        ["edit.txt"],
+        ["sub/gone.txt"],
+        ["new.txt"],
+    )
 
 
 def test_verify_with_a_fresh_cache_and_no_cache(work: Path) -> None:
@@ -98,9 +106,16 @@ def test_large_dataset_without_its_listing_reports_counts(tmp_path: Path) -> Non
     cached = run(tmp_path, "data", "verify", "m.json", "--json")
     assert cached.returncode == 1
     assert json.loads(cached.stdout)["datasets"][0]["changed"] == ["f000"]
-    bare = run(tmp_path, "data", "verify", "m.json",
-               env={"EXPDNA_CACHE_DIR": str(tmp_path / "empty"),
-                    "EXPDNA_STORE": str(tmp_path / "no-store")})
+    bare = run(
+        tmp_path,
+        "data",
+        "verify",
+        "m.json",
+        env={
+            "EXPDNA_CACHE_DIR": str(tmp_path / "empty"),
+            "EXPDNA_STORE": str(tmp_path / "no-store"),
+        },
+    )
     assert bare.returncode == 1
     assert "201 files, " in bare.stdout and "per-file detail needs" in bare.stdout
 
@@ -117,8 +132,14 @@ def test_listing_from_the_store_names_files(tmp_path: Path) -> None:
     store = tmp_path / "store"
     ObjectDir(store / "objects").put(listing_for(ds, use_cache=False))  # as `record` keeps it
     (ds / "f007").unlink()
-    done = run(tmp_path, "data", "verify", "m.json", "--json",
-               env={"EXPDNA_CACHE_DIR": str(tmp_path / "empty"), "EXPDNA_STORE": str(store)})
+    done = run(
+        tmp_path,
+        "data",
+        "verify",
+        "m.json",
+        "--json",
+        env={"EXPDNA_CACHE_DIR": str(tmp_path / "empty"), "EXPDNA_STORE": str(store)},
+    )
     assert done.returncode == 1
     [check] = json.loads(done.stdout)["datasets"]
     assert (check["detail"], check["missing"]) == ("files", ["f007"])
@@ -130,8 +151,9 @@ def test_moved_root_with_data_root(work: Path) -> None:
     missing = run(work, "data", "verify", "m.json")
     assert missing.returncode == 1
     assert missing.stdout.startswith(f"missing      {work / 'ds'}")
-    moved = run(work, "data", "verify", "m.json", "--data-root",
-                f"{work / 'ds'}={work / 'elsewhere'}")
+    moved = run(
+        work, "data", "verify", "m.json", "--data-root", f"{work / 'ds'}={work / 'elsewhere'}"
+    )
     assert moved.returncode == 0, moved.stdout
     assert f"(at {work / 'elsewhere'})" in moved.stdout
 
@@ -167,7 +189,10 @@ def test_progress_line_on_a_terminal_only(tmp_path: Path) -> None:
     assert "hashing" not in piped.stderr
     primary, secondary = pty.openpty()
     proc = subprocess.Popen(
-        [*args, "--no-cache"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=secondary,
+        [*args, "--no-cache"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=secondary,
         env={**os.environ, "EXPDNA_CACHE_DIR": str(tmp_path / "cache")},
     )
     os.close(secondary)

@@ -21,13 +21,18 @@ def run(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [EXPDNA, *args], cwd=cwd, capture_output=True, text=True, timeout=60,
+        [EXPDNA, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, **(env or {})},
     )
 
 
-def generate(cwd: Path, *argv: str, output: str = "m.json",
-             env: dict[str, str] | None = None) -> dict[str, Any]:
+def generate(
+    cwd: Path, *argv: str, output: str = "m.json", env: dict[str, str] | None = None
+) -> dict[str, Any]:
     done = run(cwd, "generate", "--output", output, "--json", "--", *argv, env=env)
     assert done.returncode == 0, done.stderr
     info = json.loads(done.stdout)
@@ -99,8 +104,16 @@ def test_dirty_repo_records_a_patch_with_untracked_files(repo: Path) -> None:
 def test_secrets_never_reach_the_file(repo: Path) -> None:
     token = "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gHi"
     doc_path = repo.parent / "m.json"
-    generate(repo, "train.py", "--hf-token", token, "--db-password", "hunter2hunter2",
-             output=str(doc_path), env={"HF_TOKEN": token, "WANDB_API_KEY": "a" * 40})
+    generate(
+        repo,
+        "train.py",
+        "--hf-token",
+        token,
+        "--db-password",
+        "hunter2hunter2",
+        output=str(doc_path),
+        env={"HF_TOKEN": token, "WANDB_API_KEY": "a" * 40},
+    )
     text = doc_path.read_text()
     assert token not in text and "hunter2hunter2" not in text
     doc = json.loads(text)
@@ -132,8 +145,10 @@ def test_detached_head(repo: Path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [(["--output", "/nonexistent-dir/m.json"], "output directory does not exist"),
-     (["--deadline", "0"], "Invalid value for '--deadline'")],
+    [
+        (["--output", "/nonexistent-dir/m.json"], "output directory does not exist"),
+        (["--deadline", "0"], "Invalid value for '--deadline'"),
+    ],
 )
 def test_bad_arguments_exit_2_and_write_nothing(repo: Path, args: list[str], message: str) -> None:
     before = sorted(p.name for p in repo.iterdir())

@@ -46,8 +46,7 @@ def local_ray() -> Iterator[Launch]:
     def launch() -> None:
         if not ray.is_initialized():
             # address="local": our own instance even if another Ray runs on this machine
-            ray.init(address="local", num_cpus=1, include_dashboard=False,
-                     log_to_driver=False)
+            ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
 
     try:
         yield launch
@@ -60,9 +59,13 @@ def cluster() -> Iterator[tuple[Any, Launch]]:
     from ray.cluster_utils import Cluster
 
     assert not ray.is_initialized(), "another test left Ray running"
-    nodes = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False,
-    })
+    nodes = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+        },
+    )
 
     def launch() -> None:
         if not ray.is_initialized():
@@ -181,8 +184,10 @@ class TestTwoNodeCluster:
         assert len(status.warnings) == 1 and status.warnings[0].startswith(
             f"node {worker_id[:12]}:"
         )
-        fingerprints = {(n.model_extra or {})["node_id"]: (n.model_extra or {}).get("fingerprint")
-                        for n in handle.manifest.runtime.nodes}
+        fingerprints = {
+            (n.model_extra or {})["node_id"]: (n.model_extra or {}).get("fingerprint")
+            for n in handle.manifest.runtime.nodes
+        }
         assert fingerprints[worker_id] is None
         assert [v for k, v in fingerprints.items() if k != worker_id] == [_local_hardware(handle)]
         assert any(w.startswith("node fingerprints: node") for w in handle.warnings)

@@ -60,9 +60,13 @@ def cluster() -> Iterator[Any]:
     from ray.cluster_utils import Cluster
 
     assert not ray.is_initialized(), "another test left Ray running"
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False,
-    })
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "include_dashboard": False,
+        },
+    )
     try:
         cluster.add_node(num_cpus=1, resources={"probe": 1})
         cluster.wait_for_nodes()

@@ -44,8 +44,7 @@ def invoke(store: Path, *args: str) -> Result:
 
 
 def _collect(repo: Path, seed: int, val_loss: float) -> Manifest:
-    manifest = expdna.collect(["python", "train.py", "--lr", "3e-4", "--seed", str(seed)],
-                              cwd=repo)
+    manifest = expdna.collect(["python", "train.py", "--lr", "3e-4", "--seed", str(seed)], cwd=repo)
     doc = manifest.to_dict()
     doc["metrics"] = {"val_loss": val_loss, "epochs": 3}
     return Manifest.model_validate(doc)
@@ -81,8 +80,9 @@ def test_what_the_collected_manifests_hold(runs: dict[str, Any]) -> None:
     first, _, _, second, _ = runs["manifests"]
     assert first.config.resolved_args["seed"] == 1 and first.training.seeds == {"seed": 1}
     assert {_dna(m) for m in runs["manifests"][:3]} == {_dna(first)}
-    differ = [name for name, digest in first.dna.sections.items()
-              if second.dna.sections[name] != digest]
+    differ = [
+        name for name, digest in first.dna.sections.items() if second.dna.sections[name] != digest
+    ]
     assert differ == ["config", "training"]
 
 
@@ -108,7 +108,7 @@ def test_text_table_with_every_metric(runs: dict[str, Any]) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == f"dna      {_dna(first)[:12]}"
     assert lines[1] == "runs     3"
-    header, *rows = lines[lines.index("") + 1:]
+    header, *rows = lines[lines.index("") + 1 :]
     assert header.split() == ["METRIC", "RUNS", "MEAN", "STD", "MIN", "MAX", "CV"]
     assert [row.split() for row in rows] == [
         ["epochs", "3", "3", "0", "3", "3", "0"],
@@ -127,8 +127,9 @@ def test_ignoring_the_seed_pools_the_seeds(runs: dict[str, Any]) -> None:
     assert json.loads(half.stdout)["runs"] == [target.run_id]
     half_text = invoke(runs["store"], "stability", _dna(target)[:12], SEEDS[0], SEEDS[1])
     assert f"pooled   1 DNA: {_dna(target)[:12]}\n" in half_text.stdout
-    pooled = run(runs["store"], "stability", _dna(target)[:12], *SEEDS, "--metric", "val_loss",
-                 "--json")
+    pooled = run(
+        runs["store"], "stability", _dna(target)[:12], *SEEDS, "--metric", "val_loss", "--json"
+    )
     assert pooled.returncode == 0, pooled.stderr
     report = json.loads(pooled.stdout)
     assert sorted(report["runs"]) == sorted(m.run_id for m in manifests)
@@ -160,8 +161,10 @@ def test_a_typo_in_an_ignore_is_warned(runs: dict[str, Any]) -> None:
     prefix = _dna(runs["manifests"][0])[:12]
     done = invoke(runs["store"], "stability", prefix, "--ignore", "config.resolved_args.sede")
     assert done.exit_code == 0
-    assert ("expdna: warning: --ignore config.resolved_args.sede removes nothing from the DNA "
-            f"of {prefix}") in done.stderr
+    assert (
+        "expdna: warning: --ignore config.resolved_args.sede removes nothing from the DNA "
+        f"of {prefix}"
+    ) in done.stderr
 
 
 def test_usage_errors_exit_2_and_unknown_exits_1(runs: dict[str, Any]) -> None:
@@ -206,8 +209,11 @@ def test_help_names_the_seed_paths() -> None:
 def test_seed_pooling_on_a_postgres_index(pg_store: Store) -> None:  # noqa: F811
     """The same grouping queries on PostgreSQL (GROUP BY with min(), IN lists)."""
     s1, s2, s3, other = record_docs(
-        pg_store, seed_doc(1, seed=1, val_loss=0.1), seed_doc(2, seed=2, val_loss=0.2),
-        seed_doc(3, seed=3, val_loss=0.3), seed_doc(4, seed=4, driver="550.54.15", val_loss=9.0),
+        pg_store,
+        seed_doc(1, seed=1, val_loss=0.1),
+        seed_doc(2, seed=2, val_loss=0.2),
+        seed_doc(3, seed=3, val_loss=0.3),
+        seed_doc(4, seed=4, driver="550.54.15", val_loss=9.0),
     )
     report = stability(pg_store, dna(s2)[:10], ignore=SEED_PATHS, metrics=["val_loss"])
     assert report.runs == [s1.run_id, s2.run_id, s3.run_id]

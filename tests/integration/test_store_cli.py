@@ -28,8 +28,9 @@ EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
 def run(store: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EXPDNA_STORE": str(store)}
     env.pop("EXPDNA_INDEX_URL", None)
-    return subprocess.run([EXPDNA, *args], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=cwd)
+    return subprocess.run(
+        [EXPDNA, *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+    )
 
 
 def invoke(store: Path, *args: str) -> Result:
@@ -49,8 +50,12 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "deep").mkdir()
     for i in range(12):
         setup = i // 2
-        manifest = synthetic(i, setup=setup, vbios=VBIOS if setup % 3 == 0 else "x",
-                             driver=DRIVER if setup % 2 else "535.104.05")
+        manifest = synthetic(
+            i,
+            setup=setup,
+            vbios=VBIOS if setup % 3 == 0 else "x",
+            driver=DRIVER if setup % 2 else "535.104.05",
+        )
         directory = root / "deep" if i % 3 else root  # --scan looks below DIR
         write_manifest(manifest, directory / f"manifest_{manifest.run_id}.json")
     return root
@@ -150,12 +155,20 @@ def test_runs_table_and_filters(store: Path) -> None:
     every = rows(invoke(store, "runs", "--json", "--limit", "0").stdout)
     assert len(every) == 12
     assert [r["generated_at"] for r in every] == sorted(
-        (r["generated_at"] for r in every), reverse=True)
+        (r["generated_at"] for r in every), reverse=True
+    )
     dna = every[0]["dna"]
     same = rows(invoke(store, "runs", "--dna", dna[:7], "--json").stdout)
     assert {r["dna"] for r in same} == {dna} and len(same) == 2
-    where = invoke(store, "runs", "--where", "config.resolved_args.seed=4",
-                   "--where", "training.algorithm=grpo", "--json")
+    where = invoke(
+        store,
+        "runs",
+        "--where",
+        "config.resolved_args.seed=4",
+        "--where",
+        "training.algorithm=grpo",
+        "--json",
+    )
     assert len(rows(where.stdout)) == 2
     since = rows(invoke(store, "runs", "--since", "2026-08-05T00:00:10Z", "--json").stdout)
     assert len(since) == 2
@@ -184,11 +197,11 @@ def test_find_by_hardware_fields_and_paths(store: Path) -> None:
     assert len(rows(vbios.stdout)) == 4  # setups 0 and 3
     both = rows(invoke(store, "find", "--vbios", VBIOS, "--driver", DRIVER, "--json").stdout)
     assert len(both) == 2  # setup 3 only
-    table = invoke(store, "find", "--gpu", "NVIDIA H100 80GB HBM3", "--cuda", "12.4",
-                   "--nccl", "2.23.4")
+    table = invoke(
+        store, "find", "--gpu", "NVIDIA H100 80GB HBM3", "--cuda", "12.4", "--nccl", "2.23.4"
+    )
     assert table.exit_code == 0 and len(table.stdout.splitlines()) == 13
-    where = rows(invoke(store, "find", "--where", "hardware.gpus.vbios_version=x",
-                        "--json").stdout)
+    where = rows(invoke(store, "find", "--where", "hardware.gpus.vbios_version=x", "--json").stdout)
     assert len(where) == 8
     assert invoke(store, "find", "--vbios", "nope").exit_code == 1
     assert invoke(store, "find").exit_code == 2
@@ -238,8 +251,20 @@ def test_index_url_errors_are_usage_errors(tmp_path: Path) -> None:
 def test_generate_record(repo: Path, tmp_path: Path) -> None:
     root = tmp_path / "store"
     (repo / "train.py").write_text("print('changed')\n")  # a dirty checkout: a patch
-    done = run(root, "generate", "--record", "--output", str(tmp_path / "m.json"), "--json",
-               "--", "python", "train.py", "--lr", "0.1", cwd=repo)
+    done = run(
+        root,
+        "generate",
+        "--record",
+        "--output",
+        str(tmp_path / "m.json"),
+        "--json",
+        "--",
+        "python",
+        "train.py",
+        "--lr",
+        "0.1",
+        cwd=repo,
+    )
     assert done.returncode == 0, done.stderr
     info = json.loads(done.stdout)
     assert f"recorded run {info['run_id']}" in done.stderr

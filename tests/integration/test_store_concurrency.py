@@ -27,13 +27,14 @@ def _record_indices(job: tuple[str, str | None, list[int]]) -> int:
     root, url, indices = job
     with Store.open(root, url) as store:
         for start in range(0, len(indices), 7):
-            chunk = indices[start:start + 7]
+            chunk = indices[start : start + 7]
             store.record_many([synthetic(i, setup=i // 2) for i in chunk])
     return len(indices)
 
 
-def record_concurrently(root: Path, url: str | None, *, processes: int = 4, per: int = 50,
-                        overlap: int = 15) -> None:
+def record_concurrently(
+    root: Path, url: str | None, *, processes: int = 4, per: int = 50, overlap: int = 15
+) -> None:
     """``processes`` recorders of ``per`` runs each, neighbours sharing ``overlap`` runs;
     then check that every run is recorded exactly once and the store is consistent."""
     step = per - overlap
@@ -130,7 +131,10 @@ def test_a_recorder_killed_at_random_points_leaves_a_consistent_store(tmp_path: 
     for trial in range(6):
         child = subprocess.Popen(
             [sys.executable, "-c", _KILLED_RECORDER, str(trial * 350), str(SPAN), str(root)],
-            cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True,
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready", f"seed {seed}"

@@ -27,10 +27,9 @@ SECTIONS = ("code", "config", "training", "environment", "hardware", "runtime", 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     with Store.open(tmp_path / "store") as opened:
-        opened.record_many([
-            synthetic(i, setup=i // 2, driver=DRIVER if i % 2 else "535.104.05")
-            for i in range(6)
-        ])
+        opened.record_many(
+            [synthetic(i, setup=i // 2, driver=DRIVER if i % 2 else "535.104.05") for i in range(6)]
+        )
         yield opened
 
 
@@ -43,8 +42,9 @@ def rid(i: int) -> str:
 
 def _metrics_update(store: Store) -> None:
     before = store.get(rid(1))
-    after = store.record_metrics(rid(1), {"final_loss": 0.125, "val_acc": 0.9,
-                                          "status": "converged", "reward": {"max": 2}})
+    after = store.record_metrics(
+        rid(1), {"final_loss": 0.125, "val_acc": 0.9, "status": "converged", "reward": {"max": 2}}
+    )
     # `reward` replaced whole (reward.mean gone), other names kept, identity unchanged
     assert after == {"final_loss": 0.125, "reward.max": 2.0, "val_acc": 0.9}
     assert store.metrics(rid(1)) == after
@@ -94,8 +94,18 @@ def _exported(store: Store, tmp_path: Path) -> None:
     schema, rows = _read(target)
     assert schema.field("generated_at").type == pa.timestamp("us", tz="UTC")
     assert schema.field("dna_version").type == pa.int32()
-    for name in ("run_id", "dna", "commit", "algorithm", "gpu_model", "driver", "cuda", "nccl",
-                 "python", *(f"{s}_digest" for s in SECTIONS)):
+    for name in (
+        "run_id",
+        "dna",
+        "commit",
+        "algorithm",
+        "gpu_model",
+        "driver",
+        "cuda",
+        "nccl",
+        "python",
+        *(f"{s}_digest" for s in SECTIONS),
+    ):
         assert schema.field(name).type == pa.string(), name
     metric_columns = [n for n in schema.names if n.startswith("metric_")]
     assert metric_columns == ["metric_final_loss", "metric_reward.mean", "metric_val_acc"]
@@ -112,8 +122,11 @@ def _exported(store: Store, tmp_path: Path) -> None:
     assert rows[0]["metric_val_acc"] is None
 
     filtered = tmp_path / "filtered.parquet"
-    count = store.export_parquet(filtered, where=[parse_where(f"hardware.driver_version={DRIVER}")],
-                                 since=datetime(2026, 8, 5, 0, 0, 2))
+    count = store.export_parquet(
+        filtered,
+        where=[parse_where(f"hardware.driver_version={DRIVER}")],
+        since=datetime(2026, 8, 5, 0, 0, 2),
+    )
     assert count == 2
     assert [r["run_id"] for r in _read(filtered)[1]] == [rid(3), rid(5)]
     try:
@@ -131,9 +144,9 @@ def test_export_reads_back_typed(store: Store, tmp_path: Path) -> None:
 
 @pytest.mark.postgres
 def test_export_on_postgres(pg_store: Store, tmp_path: Path) -> None:  # noqa: F811
-    pg_store.record_many([
-        synthetic(i, setup=i // 2, driver=DRIVER if i % 2 else "535.104.05") for i in range(6)
-    ])
+    pg_store.record_many(
+        [synthetic(i, setup=i // 2, driver=DRIVER if i % 2 else "535.104.05") for i in range(6)]
+    )
     _exported(pg_store, tmp_path)
 
 
@@ -160,8 +173,16 @@ def test_export_replaces_the_file_atomically_in_row_groups(store: Store, tmp_pat
 def test_export_through_the_installed_command(store: Store, tmp_path: Path) -> None:
     root = store.root
     target = tmp_path / "out.parquet"
-    done = run(root, "export", "--parquet", str(target), "--where", "training.algorithm=grpo",
-               "--since", "2026-08-05T00:00:04Z")
+    done = run(
+        root,
+        "export",
+        "--parquet",
+        str(target),
+        "--where",
+        "training.algorithm=grpo",
+        "--since",
+        "2026-08-05T00:00:04Z",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"exported 2 runs to {target}"
     assert [r["run_id"] for r in _read(target)[1]] == [rid(4), rid(5)]

@@ -43,12 +43,18 @@ def test_the_per_run_rules() -> None:
 
 
 def test_partition_keeps_every_fact_once() -> None:
-    facts = {("hardware.gpu_model", "H100"), ("config.resolved_args.lr", "0.1"),
-             ("config.resolved_args.output_dir", "/ckpt/1"), ("metrics.note", "ok")}
+    facts = {
+        ("hardware.gpu_model", "H100"),
+        ("config.resolved_args.lr", "0.1"),
+        ("config.resolved_args.output_dir", "/ckpt/1"),
+        ("metrics.note", "ok"),
+    }
     sets, own = partition(facts)
     assert own == {("config.resolved_args.output_dir", "/ckpt/1"), ("metrics.note", "ok")}
-    assert set(sets) == {frozenset({("hardware.gpu_model", "H100")}),
-                         frozenset({("config.resolved_args.lr", "0.1")})}
+    assert set(sets) == {
+        frozenset({("hardware.gpu_model", "H100")}),
+        frozenset({("config.resolved_args.lr", "0.1")}),
+    }
     assert set_digest(sets[0]) != set_digest(sets[1])
     assert set_digest(frozenset(sets[0])) == set_digest(sets[0])
 
@@ -63,8 +69,9 @@ def test_a_repeated_section_is_stored_once(tmp_path: Path) -> None:
             own = _count(conn, Fact)
             # the sets holding the hardware facts: one, whatever the number of runs
             gpu_sets = conn.execute(
-                select(func.count(func.distinct(FactSetMember.set_id)))
-                .where(FactSetMember.value_id.in_(_value_ids(conn, "hardware.gpu_model")))
+                select(func.count(func.distinct(FactSetMember.set_id))).where(
+                    FactSetMember.value_id.in_(_value_ids(conn, "hardware.gpu_model"))
+                )
             ).scalar_one()
     assert runs == RUNS
     assert gpu_sets == 1
@@ -78,10 +85,13 @@ def test_a_repeated_section_is_stored_once(tmp_path: Path) -> None:
 def _value_ids(conn: Connection, path: str) -> list[int]:
     from expdna.store.models import FactPath, FactValue
 
-    return list(conn.execute(
-        select(FactValue.id).join(FactPath, FactPath.id == FactValue.path_id)
-        .where(FactPath.path == path)
-    ).scalars())
+    return list(
+        conn.execute(
+            select(FactValue.id)
+            .join(FactPath, FactPath.id == FactValue.path_id)
+            .where(FactPath.path == path)
+        ).scalars()
+    )
 
 
 def test_queries_match_set_facts_and_own_facts(tmp_path: Path) -> None:
@@ -91,11 +101,18 @@ def test_queries_match_set_facts_and_own_facts(tmp_path: Path) -> None:
         assert odd == {synthetic(i, setup=1).run_id for i in range(1, RUNS, 2)}
         one = store.find(Filter(("config.resolved_args.output_dir",), "/ckpt/run5"))
         assert [r.run_id for r in one] == [synthetic(5).run_id]
-        both = store.find(Filter(("config.resolved_args.seed",), "1"),
-                          Filter(("config.resolved_args.output_dir",), "/ckpt/run5"))
+        both = store.find(
+            Filter(("config.resolved_args.seed",), "1"),
+            Filter(("config.resolved_args.output_dir",), "/ckpt/run5"),
+        )
         assert [r.run_id for r in both] == [synthetic(5).run_id]
-        assert store.find(Filter(("config.resolved_args.seed",), "0"),
-                          Filter(("config.resolved_args.output_dir",), "/ckpt/run5")) == []
+        assert (
+            store.find(
+                Filter(("config.resolved_args.seed",), "0"),
+                Filter(("config.resolved_args.output_dir",), "/ckpt/run5"),
+            )
+            == []
+        )
         assert len(store.find(named_filter("driver", "535.104.05"))) == RUNS
 
 
@@ -112,8 +129,7 @@ def test_runs_recorded_before_fact_sets_still_answer(tmp_path: Path) -> None:
             command.upgrade(alembic_config(conn), "head")
             assert _count(conn, RunFactSet) == 0
         assert facts_only > RUNS * 40  # every leaf of every run, a row each
-        assert len(store.find(Filter(("hardware.gpus.vbios_version",), "96.00.5A.00.01"))) \
-            == RUNS
+        assert len(store.find(Filter(("hardware.gpus.vbios_version",), "96.00.5A.00.01"))) == RUNS
         odd = store.find(Filter(("config.resolved_args.seed",), "1"))
         assert len(odd) == RUNS // 2
     # and a run recorded by a newer expdna (a fresh process: its caches hold no ids from

@@ -43,13 +43,15 @@ def store(tmp_path: Path) -> Iterator[Store]:
 
 def chain(store: Store) -> None:
     """0 <- 1 (resumed_from) <- 2 (resumed_from); 3 reruns 1; 4 derives from 2 and 3."""
-    store.record_many([
-        child(0),
-        child(1, ("resumed_from", rid(0))),
-        child(2, ("resumed_from", rid(1))),
-        child(3, ("rerun_of", rid(1))),
-        child(4, ("derived_from", rid(2)), ("derived_from", rid(3))),
-    ])
+    store.record_many(
+        [
+            child(0),
+            child(1, ("resumed_from", rid(0))),
+            child(2, ("resumed_from", rid(1))),
+            child(3, ("rerun_of", rid(1))),
+            child(4, ("derived_from", rid(2)), ("derived_from", rid(3))),
+        ]
+    )
 
 
 def _edges(edges: Any) -> list[tuple[str, int, str, str]]:
@@ -70,15 +72,21 @@ def test_ancestors_and_descendants_transitively(store: Store) -> None:
     report = store.lineage(rid(4))
     assert report.dna == store.get(rid(4)).dna
     assert _edges(report.ancestors) == [
-        (rid(2), 1, "derived_from", "manifest"), (rid(3), 1, "derived_from", "manifest"),
-        (rid(1), 2, "rerun_of", "manifest"), (rid(1), 2, "resumed_from", "manifest"),
+        (rid(2), 1, "derived_from", "manifest"),
+        (rid(3), 1, "derived_from", "manifest"),
+        (rid(1), 2, "rerun_of", "manifest"),
+        (rid(1), 2, "resumed_from", "manifest"),
         (rid(0), 3, "resumed_from", "manifest"),
     ]
     assert report.descendants == []
     assert report.ancestors[0].dna == store.get(rid(2)).dna
     down = store.lineage(rid(0))
     assert [(e.run_id, e.depth) for e in down.descendants] == [
-        (rid(1), 1), (rid(2), 2), (rid(3), 2), (rid(4), 3), (rid(4), 3),
+        (rid(1), 1),
+        (rid(2), 2),
+        (rid(3), 2),
+        (rid(4), 3),
+        (rid(4), 3),
     ]
     assert store.lineage(rid(1)).ancestors[0].run_id == rid(0)
 
@@ -107,7 +115,8 @@ def test_a_cycle_in_recorded_edges_ends_the_walk(store: Store) -> None:
     store.record_many([child(7, ("rerun_of", rid(8))), child(8, ("rerun_of", rid(7)))])
     report = store.lineage(rid(7))
     assert _edges(report.ancestors) == [
-        (rid(8), 1, "rerun_of", "manifest"), (rid(7), 2, "rerun_of", "manifest"),
+        (rid(8), 1, "rerun_of", "manifest"),
+        (rid(7), 2, "rerun_of", "manifest"),
     ]
     assert len(report.descendants) == 2
 
@@ -125,8 +134,10 @@ def test_a_parent_recorded_after_its_child(store: Store) -> None:
 
 def test_a_malformed_lineage_list_is_refused_and_nothing_written(store: Store) -> None:
     doc = synthetic_doc(20)
-    for bad in ([{"relation": "resumed_from", "parent": "../x"}],
-                [{"relation": "resumed_from", "parent": doc["run_id"]}]):
+    for bad in (
+        [{"relation": "resumed_from", "parent": "../x"}],
+        [{"relation": "resumed_from", "parent": doc["run_id"]}],
+    ):
         manifest = manifest_from_dict({**doc, "lineage": bad})
         with pytest.raises(InvalidInputError, match="lineage"):
             store.record(manifest)
@@ -150,11 +161,11 @@ def test_lineage_and_link_through_the_installed_command(tmp_path: Path) -> None:
     assert lines[4].split()[:2] == ["rerun_of", rid(2)] and f"via {rid(1)}" in lines[4]
     as_json = rows(invoke(root, "lineage", rid(2), "--json").stdout)
     assert [(e["run_id"], e["direction"], e["depth"]) for e in as_json] == [
-        (rid(1), "ancestor", 1), (rid(0), "ancestor", 2),
+        (rid(1), "ancestor", 1),
+        (rid(0), "ancestor", 2),
     ]
     assert {"run_id", "dna", "generated_at", "relation", "source"} <= as_json[0].keys()
-    assert json.loads(invoke(root, "lineage", rid(0), "--json").stdout)[0]["source"] == (
-        "manifest")
+    assert json.loads(invoke(root, "lineage", rid(0), "--json").stdout)[0]["source"] == ("manifest")
     assert invoke(root, "lineage", "20990101_000000_nogit_x").exit_code == 1
     assert invoke(root, "link", rid(2), rid(0), "--as", "rerun_of").exit_code == 2  # cycle
     assert invoke(root, "link", rid(0), rid(2), "--as", "sibling_of").exit_code == 2

@@ -32,8 +32,9 @@ def test_migrations_ship_as_package_data() -> None:
     root = importlib.resources.files("expdna") / "migrations"
     assert (root / "env.py").is_file()
     assert (root / "script.py.mako").is_file()
-    assert any(p.name.endswith(".py") and not p.name.startswith("_")
-               for p in (root / "versions").iterdir())
+    assert any(
+        p.name.endswith(".py") and not p.name.startswith("_") for p in (root / "versions").iterdir()
+    )
 
 
 def test_models_and_migrations_agree_on_sqlite(tmp_path: Path) -> None:

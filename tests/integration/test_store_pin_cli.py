@@ -21,22 +21,26 @@ from tests.integration.test_store_sqlite import collide_prefix
 from tests.unit.test_store_factory import synthetic
 
 
-def expdna(store: Path, *args: str, index_url: str | None = None,
-           cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def expdna(
+    store: Path, *args: str, index_url: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EXPDNA_STORE": str(store), "EXPDNA_CACHE_DIR": str(store / "cache")}
     env.pop("EXPDNA_INDEX_URL", None)
     if index_url is not None:
         env["EXPDNA_INDEX_URL"] = index_url
-    return subprocess.run([EXPDNA, *args], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=cwd)
+    return subprocess.run(
+        [EXPDNA, *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+    )
 
 
 def cli(store: Path, *args: str, index_url: str | None = None) -> Result:
     """The same command in-process (click's runner): faster, for the variations."""
     options = ["--store", str(store)] + (["--index-url", index_url] if index_url else [])
-    return CliRunner().invoke(cli_group, [*options, *args],
-                              env={"EXPDNA_CACHE_DIR": str(store / "cache"),
-                                   "EXPDNA_INDEX_URL": None})
+    return CliRunner().invoke(
+        cli_group,
+        [*options, *args],
+        env={"EXPDNA_CACHE_DIR": str(store / "cache"), "EXPDNA_INDEX_URL": None},
+    )
 
 
 def _record(root: Path, index_url: str | None = None) -> list[str]:
@@ -50,8 +54,9 @@ def _pin_and_which(root: Path, tmp_path: Path, index_url: str | None = None) -> 
     runs = _record(root, index_url)
     checkpoint = tmp_path / "vit_best.pth"
     checkpoint.write_bytes(os.urandom(4096))
-    pinned = expdna(root, "pin", str(checkpoint), "--run", runs[1], "--name", "best",
-                    index_url=index_url)
+    pinned = expdna(
+        root, "pin", str(checkpoint), "--run", runs[1], "--name", "best", index_url=index_url
+    )
     assert pinned.returncode == 0, pinned.stderr
     assert pinned.stdout.startswith("pinned best  blake3:") and runs[1] in pinned.stdout
     # the same bytes, pinned by another run under another name
@@ -66,19 +71,23 @@ def _pin_and_which(root: Path, tmp_path: Path, index_url: str | None = None) -> 
     assert found.returncode == 0, found.stderr
     answer: list[dict[str, Any]] = rows(found.stdout)
     assert [(a["run_id"], a["name"], a["matches"]) for a in answer] == [
-        (runs[3], "copy_for_eval.pth", True), (runs[1], "best", True),
+        (runs[3], "copy_for_eval.pth", True),
+        (runs[1], "best", True),
     ]
     assert {"run_id", "dna", "name", "matches", "generated_at"} <= answer[0].keys()
-    assert answer[1]["dna"] == json.loads(
-        cli(root, "show", runs[1], "--json", index_url=index_url).stdout)[0]["dna"]
+    assert (
+        answer[1]["dna"]
+        == json.loads(cli(root, "show", runs[1], "--json", index_url=index_url).stdout)[0]["dna"]
+    )
 
     by_name = cli(root, "which", "best", index_url=index_url)
     assert by_name.exit_code == 0, by_name.output
     header, line = by_name.stdout.splitlines()
     assert header.split() == ["RUN", "DNA", "NAME", "MATCHES", "PINNED"]
     assert line.split()[:4] == [runs[1], answer[1]["dna"][:12], "best", "-"]  # moved away
-    assert rows(cli(root, "which", "best", "--json", index_url=index_url).stdout)[0][
-        "matches"] is None
+    assert (
+        rows(cli(root, "which", "best", "--json", index_url=index_url).stdout)[0]["matches"] is None
+    )
 
     missing = cli(root, "which", "no-such-checkpoint", index_url=index_url)
     assert missing.exit_code == 1 and missing.stdout == ""
@@ -145,8 +154,7 @@ def test_diff_and_check_read_runs_from_the_store(tmp_path: Path) -> None:
     checked = expdna(root, "check", dna[:6], "--json")
     assert checked.returncode in (0, 1), checked.stderr
     results = {r["field"]: r for r in json.loads(checked.stdout)["results"]}
-    assert results["code.train.commit"]["recorded"] == synthetic(1, setup=0).code[
-        "train"].commit
+    assert results["code.train.commit"]["recorded"] == synthetic(1, setup=0).code["train"].commit
 
 
 def test_store_references_that_do_not_resolve(tmp_path: Path) -> None:

@@ -38,8 +38,14 @@ def _admin() -> tuple[Any, str]:
     errors = []
     for user in dict.fromkeys(("postgres", getpass.getuser())):
         try:
-            conn = psycopg.connect(host=HOST, port=PORT, dbname="postgres", user=user,
-                                   autocommit=True, connect_timeout=5)
+            conn = psycopg.connect(
+                host=HOST,
+                port=PORT,
+                dbname="postgres",
+                user=user,
+                autocommit=True,
+                connect_timeout=5,
+            )
             return conn, user
         except psycopg.OperationalError as exc:
             errors.append(f"{user}: {str(exc).strip().splitlines()[0]}")
@@ -97,9 +103,7 @@ def test_an_empty_postgres_index_names_the_upgrade_command(pg_url: str, tmp_path
     Store.open(tmp_path, pg_url).close()
 
 
-def test_a_downgraded_postgres_index_names_the_upgrade_command(
-    pg_url: str, tmp_path: Path
-) -> None:
+def test_a_downgraded_postgres_index_names_the_upgrade_command(pg_url: str, tmp_path: Path) -> None:
     from alembic import command
 
     index = open_index(tmp_path, pg_url)
@@ -138,8 +142,7 @@ def test_an_unreachable_server_is_one_error_line(tmp_path: Path) -> None:
 
 
 def test_record_and_query_on_postgres(pg_store: Store) -> None:
-    manifests = [synthetic(i, setup=i // 2, vbios=VBIOS if i % 4 == 0 else "x")
-                 for i in range(30)]
+    manifests = [synthetic(i, setup=i // 2, vbios=VBIOS if i % 4 == 0 else "x") for i in range(30)]
     results = pg_store.record_many(manifests, batch_size=8)
     assert {r.status for r in results} == {"recorded"}
     assert {r.status for r in pg_store.record_many(manifests)} == {"skipped"}

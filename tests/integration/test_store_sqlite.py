@@ -41,8 +41,18 @@ def test_open_creates_the_store_and_an_sqlite_index_in_wal_mode(tmp_path: Path) 
     conn = sqlite3.connect(tmp_path / "s" / "index.sqlite")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"runs", "facts", "fact_paths", "fact_values", "blobs", "run_blobs", "pins",
-            "lineage", "metrics", "alembic_version"} <= tables
+    assert {
+        "runs",
+        "facts",
+        "fact_paths",
+        "fact_values",
+        "blobs",
+        "run_blobs",
+        "pins",
+        "lineage",
+        "metrics",
+        "alembic_version",
+    } <= tables
 
 
 def test_open_refuses_sqlite_on_a_network_filesystem(tmp_path: Path) -> None:
@@ -94,9 +104,7 @@ def test_a_patch_shared_by_many_runs_is_stored_once(store: Store) -> None:
     assert stored["code"]["train"]["patch"]["digest"] == f"blake3:{patch}"
 
 
-def test_show_inline_is_byte_identical_to_the_manifest_file(
-    store: Store, tmp_path: Path
-) -> None:
+def test_show_inline_is_byte_identical_to_the_manifest_file(store: Store, tmp_path: Path) -> None:
     path = write_manifest(synthetic(4), tmp_path / "m.json")
     result = store.record(load_manifest(path))
     shown = store.show(result.run_id, inline=True)
@@ -118,9 +126,7 @@ def test_attachments_are_stored_as_blobs(store: Store) -> None:
     assert store.fsck().ok
 
 
-def test_record_files_reports_bad_files_and_records_the_rest(
-    store: Store, tmp_path: Path
-) -> None:
+def test_record_files_reports_bad_files_and_records_the_rest(store: Store, tmp_path: Path) -> None:
     good = write_manifest(synthetic(7), tmp_path / "manifest_good.json")
     (tmp_path / "manifest_bad.json").write_text("{not json")
     edited = json.loads(good.read_text())
@@ -141,8 +147,12 @@ def test_record_files_reports_bad_files_and_records_the_rest(
 def history(store: Store) -> Store:
     """40 runs: 20 setups of 2 runs; every 5th setup on one VBIOS, odd setups on DRIVER."""
     manifests = [
-        synthetic(i, setup=i // 2, vbios=VBIOS if (i // 2) % 5 == 0 else "96.00.5A.00.01",
-                  driver=DRIVER if (i // 2) % 2 else "535.104.05")
+        synthetic(
+            i,
+            setup=i // 2,
+            vbios=VBIOS if (i // 2) % 5 == 0 else "96.00.5A.00.01",
+            driver=DRIVER if (i // 2) % 2 else "535.104.05",
+        )
         for i in range(40)
     ]
     store.record_many(manifests, batch_size=16)
@@ -211,7 +221,7 @@ def collide_prefix(store: Store, run_id: str, with_dna: str, length: int = 6) ->
 
     from expdna.store.models import Run
 
-    crafted = with_dna[:length] + ("0" if with_dna[length] != "0" else "1") + with_dna[length + 1:]
+    crafted = with_dna[:length] + ("0" if with_dna[length] != "0" else "1") + with_dna[length + 1 :]
     with store.index.write() as conn:
         conn.execute(update(Run).where(Run.run_id == run_id).values(dna=crafted))
     return crafted
@@ -239,8 +249,7 @@ def test_fsck_is_clean_then_names_a_corrupt_and_a_missing_object(history: Store)
     problems = history.fsck().problems
     assert len(problems) == 2
     assert any(victim in p and "corrupt" in p for p in problems)
-    assert any(missing in p and "missing" in p and history.runs()[1].run_id in p
-               for p in problems)
+    assert any(missing in p and "missing" in p and history.runs()[1].run_id in p for p in problems)
 
 
 def test_gc_removes_only_unreferenced_objects(history: Store) -> None:

@@ -48,14 +48,26 @@ def _run(project: Path, out: Path, *extra: str) -> dict[str, Any]:
     env["PYTHONWARNINGS"] = "ignore"  # torch's "NumPy is not installed" is not ours
     env["EXPDNA_CACHE_DIR"] = str(project.parent / "cache")  # not the user's digest cache
     done = subprocess.run(
-        [sys.executable, str(project / "train_tiny.py"), "--output-dir", str(out),
-         "--epochs", "5", *extra],
-        cwd=project.parent / "cwd", env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(project / "train_tiny.py"),
+            "--output-dir",
+            str(out),
+            "--epochs",
+            "5",
+            *extra,
+        ],
+        cwd=project.parent / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     # The hook's warnings reach stderr through logging's last-resort handler.
-    unexpected = [line for line in done.stderr.splitlines()
-                  if not any(gap in line for gap in STORE_GAPS)]
+    unexpected = [
+        line for line in done.stderr.splitlines() if not any(gap in line for gap in STORE_GAPS)
+    ]
     assert unexpected == [], done.stderr
     summary: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return summary
@@ -102,7 +114,7 @@ def test_the_manifest_records_the_script_repo_the_data_and_the_metrics(
 
 
 def test_another_learning_rate_changes_only_the_config_section(
-    runs: dict[str, dict[str, Any]]
+    runs: dict[str, dict[str, Any]],
 ) -> None:
     a, other = runs["a"], runs["lr"]
     assert a["dna"] != other["dna"]

@@ -44,8 +44,11 @@ def test_vectors_are_not_what_sorted_json_dumps_gives(testdata: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "marker"),
-    [(float("inf"), "<non-finite:inf>"), (float("-inf"), "<non-finite:-inf>"),
-     (float("nan"), "<non-finite:nan>")],
+    [
+        (float("inf"), "<non-finite:inf>"),
+        (float("-inf"), "<non-finite:-inf>"),
+        (float("nan"), "<non-finite:nan>"),
+    ],
 )
 def test_non_finite_floats_become_markers(value: float, marker: str) -> None:
     assert canonical_bytes({"loss": value}) == b'{"loss":"%s"}' % marker.encode()
@@ -83,22 +86,36 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice([0, -1, 7, 2**53 - 1, -(2**53) + 1, 2**53, 10**30, rng.randrange(10**9)])
     if kind == 2:
         mantissa = rng.uniform(-10, 10)
-        return rng.choice([mantissa * 10 ** rng.randrange(-30, 30), 0.5, 2.0, -0.0, 1e21, 1e-7,
-                           3e-4, 0.1 + 0.2, float("inf"), float("nan"), 123456789.125])
+        return rng.choice(
+            [
+                mantissa * 10 ** rng.randrange(-30, 30),
+                0.5,
+                2.0,
+                -0.0,
+                1e21,
+                1e-7,
+                3e-4,
+                0.1 + 0.2,
+                float("inf"),
+                float("nan"),
+                123456789.125,
+            ]
+        )
     if kind == 3:
         return "".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(12)))
     if kind == 4:
         return rng.choice(["", "plain", "tab\tnew\nline", "\x00\x1f\x7f", "é€😀", "\u2028"])
     if kind in (5, 6):
         return {
-            "".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(1, 6))):
-            _random_value(rng, depth + 1)
+            "".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(1, 6))): _random_value(
+                rng, depth + 1
+            )
             for _ in range(rng.randrange(5))
         }
     return [_random_value(rng, depth + 1) for _ in range(rng.randrange(5))]
 
 
-_ALPHABET = "abcXYZ019_-. \"\\/\n\u00e9\u20ac\U0001f600\ue000\uffff\x01"
+_ALPHABET = 'abcXYZ019_-. "\\/\n\u00e9\u20ac\U0001f600\ue000\uffff\x01'
 
 
 def test_fast_path_equals_the_reference_encoder_on_random_documents() -> None:

@@ -307,10 +307,15 @@ def test_custom_rule_set_replaces_the_defaults() -> None:
 
 
 def _mini(code: dict[str, Any], gpus: list[dict[str, Any]] | None = None) -> Manifest:
-    return Manifest.model_validate({
-        "schema_version": "1.0", "run_id": "r", "generated_at": "t", "code": code,
-        "hardware": {"gpus": gpus or [], "gpu_count": len(gpus or [])},
-    })
+    return Manifest.model_validate(
+        {
+            "schema_version": "1.0",
+            "run_id": "r",
+            "generated_at": "t",
+            "code": code,
+            "hardware": {"gpus": gpus or [], "gpu_count": len(gpus or [])},
+        }
+    )
 
 
 def _status(report: Any, field: str) -> str:
@@ -320,22 +325,37 @@ def _status(report: Any, field: str) -> str:
 def test_a_clone_under_another_directory_name_is_the_same_repository() -> None:
     sha = "a" * 40
     recorded = _mini({"proj": {"commit": sha, "dirty": False}})
-    assert _status(check_manifest(recorded, _mini({"proj-2": {"commit": sha, "dirty": False}})),
-                   "code.proj.commit") == "PASS"
-    two = _mini({"x": {"commit": sha, "remote": "https://h/a.git"},
-                 "y": {"commit": "b" * 40, "remote": "https://h/b.git"}})
-    live = _mini({"x2": {"commit": "b" * 40, "remote": "https://h/b.git"},
-                  "y2": {"commit": sha, "remote": "https://h/a.git"}})
+    assert (
+        _status(
+            check_manifest(recorded, _mini({"proj-2": {"commit": sha, "dirty": False}})),
+            "code.proj.commit",
+        )
+        == "PASS"
+    )
+    two = _mini(
+        {
+            "x": {"commit": sha, "remote": "https://h/a.git"},
+            "y": {"commit": "b" * 40, "remote": "https://h/b.git"},
+        }
+    )
+    live = _mini(
+        {
+            "x2": {"commit": "b" * 40, "remote": "https://h/b.git"},
+            "y2": {"commit": sha, "remote": "https://h/a.git"},
+        }
+    )
     report = check_manifest(two, live)
     assert _status(report, "code.x.commit") == "PASS"
     assert _status(report, "code.y.commit") == "PASS"
 
 
 def test_compute_capability_fails_and_vbios_case_does_not_matter() -> None:
-    recorded = _mini({}, [{"name": "A", "vbios_version": "90.04.7A.40.73",
-                           "compute_capability": "9.0"}])
-    live = _mini({}, [{"name": "A", "vbios_version": "90.04.7a.40.73",
-                       "compute_capability": "8.0"}])
+    recorded = _mini(
+        {}, [{"name": "A", "vbios_version": "90.04.7A.40.73", "compute_capability": "9.0"}]
+    )
+    live = _mini(
+        {}, [{"name": "A", "vbios_version": "90.04.7a.40.73", "compute_capability": "8.0"}]
+    )
     report = check_manifest(recorded, live)
     assert _status(report, "hardware.gpus.0.vbios_version") == "PASS"
     assert _status(report, "hardware.gpus.0.compute_capability") == "FAIL"

@@ -6,12 +6,40 @@ from expdna.collectors.config import parse_args, select_env, typed
 
 
 def test_forms_of_arguments() -> None:
-    argv = ["python", "train.py", "--lr", "3e-4", "--epochs=10", "--fp16", "--model-name",
-            "vit_base", "--warmup", "-5", "--tag", "a", "--tag", "b", "data/", "-n", "4",
-            "--ratio", ".5", "--name=", "--eq=a=b"]
+    argv = [
+        "python",
+        "train.py",
+        "--lr",
+        "3e-4",
+        "--epochs=10",
+        "--fp16",
+        "--model-name",
+        "vit_base",
+        "--warmup",
+        "-5",
+        "--tag",
+        "a",
+        "--tag",
+        "b",
+        "data/",
+        "-n",
+        "4",
+        "--ratio",
+        ".5",
+        "--name=",
+        "--eq=a=b",
+    ]
     assert parse_args(argv) == {
-        "lr": 3e-4, "epochs": 10, "fp16": True, "model_name": "vit_base", "warmup": -5,
-        "tag": ["a", "b"], "n": 4, "ratio": 0.5, "name": "", "eq": "a=b",
+        "lr": 3e-4,
+        "epochs": 10,
+        "fp16": True,
+        "model_name": "vit_base",
+        "warmup": -5,
+        "tag": ["a", "b"],
+        "n": 4,
+        "ratio": 0.5,
+        "name": "",
+        "eq": "a=b",
     }
 
 
@@ -31,25 +59,53 @@ def test_double_dash_ends_nothing_but_is_not_a_value() -> None:
 
 
 def test_environment_whitelist() -> None:
-    environ = {"CUDA_HOME": "/usr/local/cuda", "NCCL_DEBUG": "INFO", "HOME": "/root",
-               "AWS_SECRET_ACCESS_KEY": "x", "PYTHONHASHSEED": "0", "PATH": "/bin",
-               "HF_TOKEN": "hf_x", "OMP_NUM_THREADS": "8", "SLURM_JOB_ID": "1"}
+    environ = {
+        "CUDA_HOME": "/usr/local/cuda",
+        "NCCL_DEBUG": "INFO",
+        "HOME": "/root",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "PYTHONHASHSEED": "0",
+        "PATH": "/bin",
+        "HF_TOKEN": "hf_x",
+        "OMP_NUM_THREADS": "8",
+        "SLURM_JOB_ID": "1",
+    }
     assert select_env(environ) == {
-        "CUDA_HOME": "/usr/local/cuda", "HF_TOKEN": "hf_x", "NCCL_DEBUG": "INFO",
-        "OMP_NUM_THREADS": "8", "PYTHONHASHSEED": "0", "SLURM_JOB_ID": "1",
+        "CUDA_HOME": "/usr/local/cuda",
+        "HF_TOKEN": "hf_x",
+        "NCCL_DEBUG": "INFO",
+        "OMP_NUM_THREADS": "8",
+        "PYTHONHASHSEED": "0",
+        "SLURM_JOB_ID": "1",
     }
 
 
 def test_interpreter_options_are_not_training_arguments() -> None:
     assert parse_args(["python", "-u", "train.py", "--lr", "1"]) == {"lr": 1}
-    assert parse_args(["/usr/bin/python3.11", "-X", "dev", "-W", "ignore", "train.py",
-                       "--fp16"]) == {"fp16": True}
-    assert parse_args(["python", "-m", "torch.distributed.run", "--nproc_per_node", "8",
-                       "train.py", "--lr", "0.1"]) == {"nproc_per_node": 8, "lr": 0.1}
+    assert parse_args(
+        ["/usr/bin/python3.11", "-X", "dev", "-W", "ignore", "train.py", "--fp16"]
+    ) == {"fp16": True}
+    assert parse_args(
+        [
+            "python",
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "8",
+            "train.py",
+            "--lr",
+            "0.1",
+        ]
+    ) == {"nproc_per_node": 8, "lr": 0.1}
     assert parse_args(["torchrun", "--nproc_per_node", "8", "train.py", "--lr", "0.1"]) == {
-        "nproc_per_node": 8, "lr": 0.1}
+        "nproc_per_node": 8,
+        "lr": 0.1,
+    }
 
 
 def test_numbers_after_a_value_form_a_list() -> None:
-    assert parse_args(["--betas", "0.9", "0.999", "--gpus", "0", "1", "2", "--name", "a",
-                       "1"]) == {"betas": [0.9, 0.999], "gpus": [0, 1, 2], "name": "a"}
+    assert parse_args(["--betas", "0.9", "0.999", "--gpus", "0", "1", "2", "--name", "a", "1"]) == {
+        "betas": [0.9, 0.999],
+        "gpus": [0, 1, 2],
+        "name": "a",
+    }

@@ -52,19 +52,24 @@ def write(root: Path, files: dict[str, bytes]) -> None:
 
 
 def collect(tmp_path: Path, *paths: str | Path, **kw: Any) -> dict[str, Any]:
-    ctx = CollectContext(cwd=tmp_path, data=tuple(Path(p) for p in paths),
-                         environ=dict(os.environ), **kw)
+    ctx = CollectContext(
+        cwd=tmp_path, data=tuple(Path(p) for p in paths), environ=dict(os.environ), **kw
+    )
     return collect_data(ctx)
 
 
 def table(n: int = 10) -> pa.Table:
-    return pa.table({
-        "id": pa.array(range(n), pa.int64()),
-        "name": pa.array([f"n{i}" for i in range(n)]),
-        "tags": pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.int32())),
-        "point": pa.array([{"x": float(i), "y": None} for i in range(n)],
-                          pa.struct([("x", pa.float64()), ("y", pa.string())])),
-    })
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "name": pa.array([f"n{i}" for i in range(n)]),
+            "tags": pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.int32())),
+            "point": pa.array(
+                [{"x": float(i), "y": None} for i in range(n)],
+                pa.struct([("x", pa.float64()), ("y", pa.string())]),
+            ),
+        }
+    )
 
 
 # -- the listing ------------------------------------------------------------------------
@@ -85,8 +90,7 @@ def test_listing_format_and_digest(tmp_path: Path) -> None:
     assert (entry["files"], entry["bytes"]) == (4, sum(map(len, files.values())))
     assert entry["root"] == str(root)  # absolute, made from cwd + the path given
     assert entry["listing"] == [
-        [rel, len(files[rel]), f"blake3:{blake3(files[rel]).hexdigest()}"]
-        for rel in sorted(files)
+        [rel, len(files[rel]), f"blake3:{blake3(files[rel]).hexdigest()}"] for rel in sorted(files)
     ]
 
 
@@ -163,9 +167,7 @@ def test_symlinks_followed_cycles_and_special_files_skipped(tmp_path: Path) -> N
     assert "fifo: not a regular file" in caught.value.reason
 
 
-def test_unreadable_file_leaves_no_digest(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_unreadable_file_leaves_no_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "ds"
     write(root, {"a": b"a", "b": b"b"})
     real = digest.hash_file
@@ -247,8 +249,9 @@ def test_no_cache_rehashes_a_poisoned_cache(tmp_path: Path, cache_dir: Path) -> 
     cache = DigestCache.open(cache_dir)
     assert cache is not None
     st = os.stat(root / "a")
-    cache.store([((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),
-                  "cd" * 32)], later())
+    cache.store(
+        [((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns), "cd" * 32)], later()
+    )
     cache.close()
     poisoned = collect(tmp_path, "ds")["datasets"][0]["listing"][0][2]
     fresh = collect(tmp_path, "ds", use_cache=False)["datasets"][0]["listing"][0][2]
@@ -269,8 +272,12 @@ def test_parquet_footer_facts(tmp_path: Path) -> None:
     pq.write_table(table(10), root / "part-0.parquet", row_group_size=4)
     [entry] = tables_of(tmp_path)
     assert entry == {
-        "path": "part-0.parquet", "format": "parquet", "rows": 10, "row_groups": 3,
-        "columns": 4, "schema_digest": tabular.schema_digest(table().schema),
+        "path": "part-0.parquet",
+        "format": "parquet",
+        "rows": 10,
+        "row_groups": 3,
+        "columns": 4,
+        "schema_digest": tabular.schema_digest(table().schema),
     }
 
 
@@ -291,19 +298,33 @@ def test_schema_digest_ignores_metadata_and_sees_types(tmp_path: Path) -> None:
     plain = table()
     with_meta = plain.replace_schema_metadata({"writer": "someone else", "run": "42"})
     retyped = plain.set_column(0, "id", pa.array(range(10), pa.int32()))
-    not_null = plain.cast(pa.schema([pa.field("id", pa.int64(), nullable=False),
-                                     *list(plain.schema)[1:]]))
-    nested = plain.set_column(3, "point", pa.array(
-        [{"x": 1.0, "y": 2} for _ in range(10)],
-        pa.struct([("x", pa.float64()), ("y", pa.int64())])))
-    for name, t in {"plain": plain, "meta": with_meta, "retyped": retyped,
-                    "not_null": not_null, "nested": nested}.items():
+    not_null = plain.cast(
+        pa.schema([pa.field("id", pa.int64(), nullable=False), *list(plain.schema)[1:]])
+    )
+    nested = plain.set_column(
+        3,
+        "point",
+        pa.array(
+            [{"x": 1.0, "y": 2} for _ in range(10)],
+            pa.struct([("x", pa.float64()), ("y", pa.int64())]),
+        ),
+    )
+    for name, t in {
+        "plain": plain,
+        "meta": with_meta,
+        "retyped": retyped,
+        "not_null": not_null,
+        "nested": nested,
+    }.items():
         (tmp_path / name).mkdir()
         pq.write_table(t, tmp_path / name / "t.parquet")
-    digests = {name: tables_of(tmp_path, name)[0]["schema_digest"]
-               for name in ("plain", "meta", "retyped", "not_null", "nested")}
-    datasets = {name: collect(tmp_path, name)["datasets"][0]["digest"]
-                for name in ("plain", "meta")}
+    digests = {
+        name: tables_of(tmp_path, name)[0]["schema_digest"]
+        for name in ("plain", "meta", "retyped", "not_null", "nested")
+    }
+    datasets = {
+        name: collect(tmp_path, name)["datasets"][0]["digest"] for name in ("plain", "meta")
+    }
     assert digests["meta"] == digests["plain"]
     assert datasets["meta"] != datasets["plain"]  # the bytes differ, the schema does not
     assert len({digests[n] for n in ("plain", "retyped", "not_null", "nested")}) == 4
@@ -358,8 +379,7 @@ def test_unreadable_footers_are_warnings(tmp_path: Path) -> None:
     root = tmp_path / "ds"
     root.mkdir()
     (root / "fake.parquet").write_bytes(b"not parquet at all")
-    feather.write_feather(table(2).drop_columns(["tags", "point"]), root / "v1.feather",
-                          version=1)
+    feather.write_feather(table(2).drop_columns(["tags", "point"]), root / "v1.feather", version=1)
     with pytest.raises(Partial) as caught:
         collect(tmp_path, "ds")
     [entry] = caught.value.section["datasets"]  # type: ignore[misc]
@@ -417,8 +437,12 @@ def test_without_pyarrow_a_warning_and_no_tables(tmp_path: Path) -> None:
     root.mkdir()
     pq.write_table(table(), root / "a.parquet")
     pq.write_table(table(), root / "b.parquet")
-    done = subprocess.run([sys.executable, "-c", WITHOUT_PYARROW, str(root)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PYARROW, str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     out = json.loads(done.stdout)
     assert "pyarrow is not installed: 2 Parquet/Arrow file(s)" in out["reason"]
     [entry] = out["section"]["datasets"]
@@ -470,12 +494,20 @@ def test_verify_without_any_listing_reports_counts(
     (root / "c").write_bytes(b"cc")
     [check] = verify_data([dataset]).datasets
     assert check.status == "changed" and check.detail == "counts"
-    assert (check.recorded["files"], check.current) == (2, {
-        "digest": check.current["digest"] if check.current else None, "files": 3, "bytes": 4})
+    assert (check.recorded["files"], check.current) == (
+        2,
+        {"digest": check.current["digest"] if check.current else None, "files": 3, "bytes": 4},
+    )
     assert "per-file detail needs the recorded listing" in (check.note or "")
     # a store that has the listing blob fills the detail in
-    blob = b"a\t1\tblake3:" + blake3(b"a").hexdigest().encode() + b"\n" + \
-        b"b\t1\tblake3:" + blake3(b"b").hexdigest().encode() + b"\n"
+    blob = (
+        b"a\t1\tblake3:"
+        + blake3(b"a").hexdigest().encode()
+        + b"\n"
+        + b"b\t1\tblake3:"
+        + blake3(b"b").hexdigest().encode()
+        + b"\n"
+    )
     assert ref_of(blob) == dataset["digest"]
     [check] = verify_data([dataset], listing_source={dataset["digest"]: blob}.get).datasets
     assert check.detail == "files" and check.new == ["c"]
@@ -500,8 +532,13 @@ def test_verify_missing_unverifiable_and_moved_roots(tmp_path: Path) -> None:
     (tmp_path / "ds").rename(tmp_path / "moved")
     [gone] = verify_data([dataset]).datasets
     assert gone.status == "missing" and gone.note == "no such file or directory"
-    report = verify_data([dataset], data_roots=[(str(tmp_path), str(tmp_path / "x")),
-                                                (str(tmp_path / "ds"), str(tmp_path / "moved"))])
+    report = verify_data(
+        [dataset],
+        data_roots=[
+            (str(tmp_path), str(tmp_path / "x")),
+            (str(tmp_path / "ds"), str(tmp_path / "moved")),
+        ],
+    )
     assert report.ok and report.datasets[0].path == str(tmp_path / "moved")
     [unknown] = verify_data([{**dataset, "digest": None}]).datasets
     assert unknown.status == "unverifiable"

@@ -164,7 +164,10 @@ def test_another_process_is_answered_by_the_tree_row(tmp_path: Path) -> None:
     conn.close()
     out = subprocess.run(
         [sys.executable, "-c", OTHER_PROCESS, str(tmp_path / "cache"), str(root)],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     ).stdout.split()
     assert out == ["0", "10", str(digest)]
 
@@ -182,8 +185,10 @@ def test_racy_files_are_not_trusted_on_the_next_run(tmp_path: Path, cache: Diges
     os.utime(root / "d0/f0.bin", ns=(st.st_atime_ns, st.st_mtime_ns))
     second = digest_root(root, cache=cache, now_ns=later())
     assert second.hashed == 3
-    assert dict((r, h) for r, _, h in second.rows)["d0/f0.bin"] == blake3(
-        b"Z" * st.st_size).hexdigest()
+    assert (
+        dict((r, h) for r, _, h in second.rows)["d0/f0.bin"]
+        == blake3(b"Z" * st.st_size).hexdigest()
+    )
     third = digest_root(root, cache=cache, now_ns=later())
     assert third.hashed == 0
 
@@ -226,9 +231,7 @@ def test_corrupt_cache_warns_hashes_and_is_rebuilt(
     opened.close()
 
 
-def test_malformed_pages_are_rebuilt(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_malformed_pages_are_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "ds"
     contents = make_files(root)
     directory = tmp_path / "cache"
@@ -238,9 +241,16 @@ def test_malformed_pages_are_rebuilt(
     opened.close()
     # Clobber the pages after the header: SQLite opens it, then finds it malformed.
     path = directory / FILE_NAME
-    subprocess.run([sys.executable, "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]);"
-                    "c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()", str(path)],
-                   check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]);"
+            "c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()",
+            str(path),
+        ],
+        check=True,
+    )
     data = bytearray(path.read_bytes())
     data[200:] = b"\xff" * (len(data) - 200)
     path.write_bytes(bytes(data))
@@ -340,8 +350,12 @@ def test_concurrent_processes_share_one_cache(tmp_path: Path) -> None:
         make_files(root, 40)
         roots.append(root)
     procs = [
-        subprocess.Popen([sys.executable, "-c", CONCURRENT, str(tmp_path / "cache"), str(r)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT, str(tmp_path / "cache"), str(r)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for r in roots
     ]
     outputs = [p.communicate(timeout=60) for p in procs]

@@ -18,8 +18,10 @@ def doc(**overrides: Any) -> dict[str, Any]:
         "generated_at": "2026-08-05T14:30:25Z",
         "command": {"argv": ["python", "train.py", "--lr", "0.1"], "cwd": "/work"},
         "code": {"proj": {"commit": COMMIT, "branch": "main", "dirty": False}},
-        "config": {"resolved_args": {"lr": 0.1, "seed": 1, "output_dir": "/out/a"},
-                   "selected_env": {"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0"}},
+        "config": {
+            "resolved_args": {"lr": 0.1, "seed": 1, "output_dir": "/out/a"},
+            "selected_env": {"NCCL_DEBUG": "INFO", "CUDA_VISIBLE_DEVICES": "0"},
+        },
         "environment": {"python_version": "3.11.7", "packages": {"torch": "2.13.0"}},
         "hardware": {"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-1"}], "cpu_count": 2},
     }
@@ -43,8 +45,12 @@ def test_dna_is_64_hex_shown_as_12() -> None:
 
 
 def test_document_identity_does_not_enter() -> None:
-    other = doc(run_id="20990101_000000_nogit_zzzz", generated_at="2099-01-01T00:00:00Z",
-                command={"argv": ["other"], "cwd": "/elsewhere"}, metrics={"loss": 1.0})
+    other = doc(
+        run_id="20990101_000000_nogit_zzzz",
+        generated_at="2099-01-01T00:00:00Z",
+        command={"argv": ["other"], "cwd": "/elsewhere"},
+        metrics={"loss": 1.0},
+    )
     assert dna(doc()).value == dna(other).value
 
 
@@ -104,11 +110,25 @@ def test_seed_stays_in_unless_ignored() -> None:
 def test_inline_patch_text_does_not_enter_only_its_digest() -> None:
     patch = {"digest": "blake3:" + "1" * 64, "size": 10, "text": "diff --git a b\n"}
     a = doc(code={"proj": {"commit": COMMIT, "dirty": True, "patch": patch}})
-    b = doc(code={"proj": {"commit": COMMIT, "dirty": True, "patch": {**patch, "text": None,
-                                                                       "truncated": True}}})
+    b = doc(
+        code={
+            "proj": {
+                "commit": COMMIT,
+                "dirty": True,
+                "patch": {**patch, "text": None, "truncated": True},
+            }
+        }
+    )
     assert dna(a).value == dna(b).value
-    c = doc(code={"proj": {"commit": COMMIT, "dirty": True,
-                           "patch": {**patch, "digest": "blake3:" + "2" * 64}}})
+    c = doc(
+        code={
+            "proj": {
+                "commit": COMMIT,
+                "dirty": True,
+                "patch": {**patch, "digest": "blake3:" + "2" * 64},
+            }
+        }
+    )
     assert changed_sections(a, c) == {"code"}
 
 
@@ -154,11 +174,14 @@ def test_masked_secrets_stay_out_but_other_redactions_count() -> None:
 
 
 def test_probe_sources_and_container_stay_out() -> None:
-    a = doc(hardware={"gpu_source": "nvml", "cuda_version_source": "torch", "gpu_count": 0},
-            environment={"python_version": "3.11.7", "container": "docker"})
-    b = doc(hardware={"gpu_source": "nvidia-smi-xml", "cuda_version_source": "driver",
-                      "gpu_count": 0},
-            environment={"python_version": "3.11.7", "container": None})
+    a = doc(
+        hardware={"gpu_source": "nvml", "cuda_version_source": "torch", "gpu_count": 0},
+        environment={"python_version": "3.11.7", "container": "docker"},
+    )
+    b = doc(
+        hardware={"gpu_source": "nvidia-smi-xml", "cuda_version_source": "driver", "gpu_count": 0},
+        environment={"python_version": "3.11.7", "container": None},
+    )
     assert dna(a).value == dna(b).value
 
 
@@ -177,11 +200,23 @@ def test_the_written_file_recomputes_to_the_same_dna_with_odd_numbers(tmp_path: 
 
 def test_loaded_framework_keeps_only_its_determinism_switches() -> None:
     def env(seed: int, digest: str, deterministic: bool) -> dict[str, Any]:
-        return {"python_version": "3.11.7", "framework": {"torch": {
-            "version": "2.13.0", "build": {"cuda": None},
-            "loaded": {"version": "2.13.0", "config_digest": digest,
-                       "determinism": {"initial_seed": seed,
-                                       "deterministic_algorithms": deterministic}}}}}
+        return {
+            "python_version": "3.11.7",
+            "framework": {
+                "torch": {
+                    "version": "2.13.0",
+                    "build": {"cuda": None},
+                    "loaded": {
+                        "version": "2.13.0",
+                        "config_digest": digest,
+                        "determinism": {
+                            "initial_seed": seed,
+                            "deterministic_algorithms": deterministic,
+                        },
+                    },
+                }
+            },
+        }
 
     a = doc(environment=env(1, "blake3:" + "a" * 64, True))
     b = doc(environment=env(2, "blake3:" + "b" * 64, True))
@@ -199,10 +234,26 @@ def test_power_limit_stays_out() -> None:
 def test_dataset_detail_beyond_its_digest_stays_out() -> None:
     digest = "blake3:" + "d" * 64
     a = doc(data={"datasets": [{"root": "/data/a", "digest": digest, "files": 1, "bytes": 3}]})
-    b = doc(data={"datasets": [{"root": "/mnt/b", "digest": digest, "files": 1, "bytes": 3,
-                                "listing": [["x", 3, digest]],
-                                "tables": [{"path": "x", "rows": 1}]}]})
-    c = doc(data={"datasets": [{"root": "/data/a", "digest": "blake3:" + "e" * 64,
-                                "files": 1, "bytes": 3}]})
+    b = doc(
+        data={
+            "datasets": [
+                {
+                    "root": "/mnt/b",
+                    "digest": digest,
+                    "files": 1,
+                    "bytes": 3,
+                    "listing": [["x", 3, digest]],
+                    "tables": [{"path": "x", "rows": 1}],
+                }
+            ]
+        }
+    )
+    c = doc(
+        data={
+            "datasets": [
+                {"root": "/data/a", "digest": "blake3:" + "e" * 64, "files": 1, "bytes": 3}
+            ]
+        }
+    )
     assert dna(a).value == dna(b).value
     assert changed_sections(a, c) == {"data"}

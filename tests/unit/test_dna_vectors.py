@@ -51,12 +51,31 @@ def test_expdna_reproduces_vector(path: Path) -> None:
 def test_typical_vector_leaves_per_run_values_out() -> None:
     vector = json.loads((VECTORS[0].parent / "typical.json").read_text(encoding="utf-8"))
     text = json.dumps(vector["projections"])
-    for per_run in ("/ckpt/run7", "grpo-7", "GPU-5c1b2b7e", "00000000:19:00.0", "4242",
-                    "10.0.0.1", "aaaa", "diff --git", "0,1", "2015.5", "/opt/venv"):
+    for per_run in (
+        "/ckpt/run7",
+        "grpo-7",
+        "GPU-5c1b2b7e",
+        "00000000:19:00.0",
+        "4242",
+        "10.0.0.1",
+        "aaaa",
+        "diff --git",
+        "0,1",
+        "2015.5",
+        "/opt/venv",
+    ):
         assert per_run not in text, per_run
     assert "root" not in vector["projections"]["data"]["datasets"][0]
-    for kept in ("96.00.89.00.01", "550.54.15", "2.23.4", "1234", "NCCL_DEBUG", "SLURM_NNODES",
-                 "6.1", "data_path"):
+    for kept in (
+        "96.00.89.00.01",
+        "550.54.15",
+        "2.23.4",
+        "1234",
+        "NCCL_DEBUG",
+        "SLURM_NNODES",
+        "6.1",
+        "data_path",
+    ):
         assert kept in text, kept
 
 

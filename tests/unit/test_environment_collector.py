@@ -40,8 +40,15 @@ def importlib_answer(paths: list[str] | None = None) -> dict[str, str]:
     return found
 
 
-def dist_info(site: Path, dirname: str, name: str, version: str, *, metadata: bool = True,
-              filename: str = "METADATA") -> Path:
+def dist_info(
+    site: Path,
+    dirname: str,
+    name: str,
+    version: str,
+    *,
+    metadata: bool = True,
+    filename: str = "METADATA",
+) -> Path:
     path = site / dirname
     path.mkdir(parents=True)
     if metadata:
@@ -108,8 +115,13 @@ def test_odd_layouts_fall_back_to_metadata_and_agree_with_importlib(tmp_path: Pa
     found = installed(paths)
     assert found == importlib_answer(paths)
     assert found == {
-        "zope-interface": "6.0", "shared-pkg": "1.0", "weird": "1.0-beta", "devpkg": "0.3.dev0",
-        "filepkg": "2.1", "only-second": "0.1", "zipped": "4.2",
+        "zope-interface": "6.0",
+        "shared-pkg": "1.0",
+        "weird": "1.0-beta",
+        "devpkg": "0.3.dev0",
+        "filepkg": "2.1",
+        "only-second": "0.1",
+        "zipped": "4.2",
     }
 
 
@@ -159,7 +171,9 @@ def test_os_release_fields_and_fallbacks(tmp_path: Path) -> None:
     )
     section = collect_environment(CollectContext(environ={}), root=tmp_path)
     assert (section["os"], section["os_id"], section["os_version_id"]) == (
-        "Ubuntu 22.04.4 LTS", "ubuntu", "22.04",
+        "Ubuntu 22.04.4 LTS",
+        "ubuntu",
+        "22.04",
     )
     # /usr/lib/os-release when /etc has none (os-release(5))
     (etc / "os-release").unlink()
@@ -169,7 +183,9 @@ def test_os_release_fields_and_fallbacks(tmp_path: Path) -> None:
     assert os_release(tmp_path)["NAME"] == "Rocky Linux"
     section = collect_environment(CollectContext(environ={}), root=tmp_path)
     assert (section["os"], section["os_id"], section["os_version_id"]) == (
-        "Rocky Linux", "rocky", "9.3",
+        "Rocky Linux",
+        "rocky",
+        "9.3",
     )
     (lib / "os-release").unlink()
     section = collect_environment(CollectContext(environ={}), root=tmp_path)
@@ -185,12 +201,16 @@ def test_os_release_fields_and_fallbacks(tmp_path: Path) -> None:
         ({"KUBERNETES_SERVICE_HOST": "10.0.0.1"}, [".dockerenv"], "kubernetes"),
         ({"SINGULARITY_CONTAINER": "/img.sif"}, [], "singularity"),
         ({}, [".singularity.d/"], "singularity"),
-        ({"APPTAINER_CONTAINER": "/img.sif", "SINGULARITY_CONTAINER": "/img.sif"},
-         [".singularity.d/", ".dockerenv"], "apptainer"),
+        (
+            {"APPTAINER_CONTAINER": "/img.sif", "SINGULARITY_CONTAINER": "/img.sif"},
+            [".singularity.d/", ".dockerenv"],
+            "apptainer",
+        ),
     ],
 )
-def test_container_hints(tmp_path: Path, env: dict[str, str], files: list[str],
-                         kind: str | None) -> None:
+def test_container_hints(
+    tmp_path: Path, env: dict[str, str], files: list[str], kind: str | None
+) -> None:
     for name in files:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)

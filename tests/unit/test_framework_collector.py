@@ -27,11 +27,17 @@ section = collect_framework(CollectContext())
 
 def _run(code: str, **env: str) -> dict[str, Any]:
     """Run ``code`` in a fresh interpreter; it prints one JSON object."""
-    environ = {k: v for k, v in os.environ.items()
-               if k not in ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")}
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("CUBLAS_WORKSPACE_CONFIG", "PYTHONHASHSEED")
+    }
     done = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, check=True, env={**environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**environ, **env},
     )
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -39,10 +45,13 @@ def _run(code: str, **env: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def not_imported() -> dict[str, Any]:
-    return _run(COLLECT + """
+    return _run(
+        COLLECT
+        + """
 import json, sys
 print(json.dumps({"section": section, "torch_imported": "torch" in sys.modules}))
-""")
+"""
+    )
 
 
 def test_torch_is_never_imported_to_collect(not_imported: dict[str, Any]) -> None:
@@ -60,11 +69,14 @@ def test_installed_build_is_read_from_version_py(not_imported: dict[str, Any]) -
 
 @pytest.fixture(scope="module")
 def imported() -> dict[str, Any]:
-    return _run("""
+    return _run(
+        """
 import torch
 torch.use_deterministic_algorithms(True)
 torch.manual_seed(1234)
-""" + COLLECT + """
+"""
+        + COLLECT
+        + """
 import json
 from expdna.collectors.gpu import collect_gpu
 from expdna.digest import ref_of
@@ -75,7 +87,10 @@ print(json.dumps({
     "torch_version": torch.__version__,
     "git_version": torch.version.git_version,
 }))
-""", CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONHASHSEED="0")
+""",
+        CUBLAS_WORKSPACE_CONFIG=":4096:8",
+        PYTHONHASHSEED="0",
+    )
 
 
 @pytest.mark.slow  # imports torch in a fresh interpreter (2-5 s here)
@@ -84,7 +99,9 @@ def test_loaded_torch_truth(imported: dict[str, Any]) -> None:
     assert loaded["version"] == imported["torch_version"] == version("torch")
     assert loaded["git_version"] == imported["git_version"]
     assert (loaded["cuda"], loaded["cudnn_version"], loaded["nccl_version"]) == (
-        None, None, None  # CPU build: no CUDA runtime, no cuDNN, no NCCL
+        None,
+        None,
+        None,  # CPU build: no CUDA runtime, no cuDNN, no NCCL
     )
     assert loaded["config_digest"] == imported["expected_digest"]
     assert loaded["config_digest"].startswith("blake3:")
@@ -115,14 +132,18 @@ def test_installed_build_agrees_with_the_loaded_one(
 
 @pytest.mark.slow  # imports torch in a fresh interpreter (2-5 s here)
 def test_warn_only_benchmark_and_unset_variables_are_recorded() -> None:
-    result = _run("""
+    result = _run(
+        """
 import torch
 torch.use_deterministic_algorithms(True, warn_only=True)
 torch.backends.cudnn.benchmark = True
-""" + COLLECT + """
+"""
+        + COLLECT
+        + """
 import json
 print(json.dumps(section["framework"]["torch"]["loaded"]["determinism"]))
-""")
+"""
+    )
     assert (result["warn_only"], result["cudnn_benchmark"]) == (True, True)
     assert (result["cublas_workspace_config"], result["pythonhashseed"]) == (None, None)
     assert isinstance(result["initial_seed"], int)
@@ -133,11 +154,25 @@ def test_the_gpu_collector_reads_the_loaded_torch_too(imported: dict[str, Any]) 
     # CPU torch: nothing to list (its CUDA was never initialised, and it has none), and the
     # loaded torch's answer (no cuDNN, no NCCL) is the truth: no wheel is consulted.
     gpu = imported["gpu"]
-    assert {k: gpu[k] for k in (
-        "gpu_count", "gpu_source", "cuda_version", "cudnn_version", "nccl_version",
-        "cudnn_version_source", "nccl_version_source")} == {
-        "gpu_count": 0, "gpu_source": None, "cuda_version": None, "cudnn_version": None,
-        "nccl_version": None, "cudnn_version_source": None, "nccl_version_source": None,
+    assert {
+        k: gpu[k]
+        for k in (
+            "gpu_count",
+            "gpu_source",
+            "cuda_version",
+            "cudnn_version",
+            "nccl_version",
+            "cudnn_version_source",
+            "nccl_version_source",
+        )
+    } == {
+        "gpu_count": 0,
+        "gpu_source": None,
+        "cuda_version": None,
+        "cudnn_version": None,
+        "nccl_version": None,
+        "cudnn_version_source": None,
+        "nccl_version_source": None,
     }
 
 
@@ -173,7 +208,11 @@ def test_no_torch_no_entry(monkeypatch: pytest.MonkeyPatch) -> None:
         (8902, "8.9.2"),  # cuDNN 8
         (90100, "9.1.0"),  # cuDNN 9
         (91002, "9.10.2"),
-        (None, None), (0, None), (True, None), ("2.21.5", "2.21.5"), ("", None),
+        (None, None),
+        (0, None),
+        (True, None),
+        ("2.21.5", "2.21.5"),
+        ("", None),
     ],
 )
 def test_dotted_versions(raw: object, dotted: str | None) -> None:
@@ -189,5 +228,6 @@ def test_version_py_constants_only_when_literal() -> None:
         "hip = None\n"
     )
     assert _literal_assignments(tree, ("cuda", "git_version", "hip")) == {
-        "cuda": "12.4", "hip": None
+        "cuda": "12.4",
+        "hip": None,
     }

@@ -100,8 +100,10 @@ class FakePynvml:
         missing: tuple[str, ...] = (),
     ) -> None:
         self.devices = devices
-        self.system = {"nvmlSystemGetDriverVersion": driver,
-                       "nvmlSystemGetCudaDriverVersion_v2": cuda}
+        self.system = {
+            "nvmlSystemGetDriverVersion": driver,
+            "nvmlSystemGetCudaDriverVersion_v2": cuda,
+        }
         self.init_error = init_error
         self.migs = dict(migs or {})
         self.missing = missing
@@ -130,8 +132,10 @@ class FakePynvml:
             return self._answer(name, ("mig", handle, args[0]))
         if isinstance(handle, tuple):  # a MIG device handle: only its UUID is asked
             return self._answer(name, self.migs[handle[1]][handle[2]])
-        return self._answer(name, self.devices[handle].get(name, pynvml.NVMLError(
-            pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)))
+        return self._answer(
+            name,
+            self.devices[handle].get(name, pynvml.NVMLError(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)),
+        )
 
     def nvmlInit(self) -> None:
         if self.init_error is not None:
@@ -163,8 +167,11 @@ DRIVER_HERE = (Path(__file__),)
 def sources(**kwargs: Any) -> GpuSources:
     """No real NVML, nvidia-smi or torch unless a test names one; a driver is "present"."""
     defaults: dict[str, Any] = {
-        "load_nvml": _absent, "torch": lambda: None, "driver_paths": DRIVER_HERE,
-        "nvidia_smi": None, "trust_driver_paths": True,
+        "load_nvml": _absent,
+        "torch": lambda: None,
+        "driver_paths": DRIVER_HERE,
+        "nvidia_smi": None,
+        "trust_driver_paths": True,
     }
     defaults.update(kwargs)
     return GpuSources(**defaults)
@@ -218,25 +225,39 @@ def test_nvml_replay_of_the_h200() -> None:
     assert section["gpu_source"] == "nvml"
     assert (section["gpu_model"], section["gpu_count"]) == ("NVIDIA H200", 1)
     assert (section["driver_version"], section["cuda_driver_version"]) == ("590.48.01", "13.1")
-    assert section["gpus"] == [{
-        "index": 0, "name": "NVIDIA H200", "memory_gb": 140.4,
-        "uuid": "GPU-00000000-0000-0000-0000-000000000000", "serial": "0000000000000",
-        "pci_bus_id": "00000000:83:00.0", "vbios_version": "96.00.A5.00.03",
-        "inforom_version": "G520.0280.02.02", "board_part_number": "695-2G520-0280-001",
-        "pcie_gen_current": 5, "pcie_gen_max": 5, "pcie_width_current": 16,
-        "pcie_width_max": 16, "compute_capability": "9.0", "mig_mode": "Disabled",
-        "ecc_mode": "Enabled", "power_limit_w": 700.0,
-    }]
+    assert section["gpus"] == [
+        {
+            "index": 0,
+            "name": "NVIDIA H200",
+            "memory_gb": 140.4,
+            "uuid": "GPU-00000000-0000-0000-0000-000000000000",
+            "serial": "0000000000000",
+            "pci_bus_id": "00000000:83:00.0",
+            "vbios_version": "96.00.A5.00.03",
+            "inforom_version": "G520.0280.02.02",
+            "board_part_number": "695-2G520-0280-001",
+            "pcie_gen_current": 5,
+            "pcie_gen_max": 5,
+            "pcie_width_current": 16,
+            "pcie_width_max": 16,
+            "compute_capability": "9.0",
+            "mig_mode": "Disabled",
+            "ecc_mode": "Enabled",
+            "power_limit_w": 700.0,
+        }
+    ]
     assert fake.open == 0  # nvmlShutdown balanced nvmlInit
 
 
 def test_nvml_and_csv_agree_on_the_h200(testdata: Path) -> None:
     nvml = collect_gpu_from(ctx(), sources(load_nvml=lambda: FakePynvml([H200_DEVICE])))
     text = read(testdata, H200)
-    replay = Replay({
-        "--query-gpu": [(0, query_output(text))],
-        "--version": [(0, capture_section(text, "capabilities :: version"))],
-    })
+    replay = Replay(
+        {
+            "--query-gpu": [(0, query_output(text))],
+            "--version": [(0, capture_section(text, "capabilities :: version"))],
+        }
+    )
     csv = collect_gpu_from(ctx(), sources(runner=replay, nvidia_smi="nvidia-smi"))
     assert csv["gpu_source"] == "nvidia-smi-csv"
     assert csv["cuda_driver_version"] == nvml["cuda_driver_version"] == "13.1"
@@ -245,25 +266,35 @@ def test_nvml_and_csv_agree_on_the_h200(testdata: Path) -> None:
 
 
 def test_nvml_not_supported_is_none_and_not_a_warning() -> None:
-    fake = FakePynvml([RTX4080_DEVICE], driver="595.71.05", cuda=13020,
-                      missing=("nvmlSystemGetCudaDriverVersion_v2",))
+    fake = FakePynvml(
+        [RTX4080_DEVICE],
+        driver="595.71.05",
+        cuda=13020,
+        missing=("nvmlSystemGetCudaDriverVersion_v2",),
+    )
     fake.system["nvmlSystemGetCudaDriverVersion"] = 13020
     section = collect_gpu_from(ctx(), sources(load_nvml=lambda: fake))
     gpu = section["gpus"][0]
     assert (gpu["serial"], gpu["board_part_number"], gpu["mig_mode"], gpu["ecc_mode"]) == (
-        None, None, None, None
+        None,
+        None,
+        None,
+        None,
     )
     assert (gpu["name"], gpu["vbios_version"], gpu["compute_capability"]) == (
-        "NVIDIA GeForce RTX 4080 SUPER", "95.03.44.00.B2", "8.9"
+        "NVIDIA GeForce RTX 4080 SUPER",
+        "95.03.44.00.B2",
+        "8.9",
     )
     assert (gpu["pcie_gen_current"], gpu["pcie_gen_max"]) == (1, 4)
     assert section["cuda_driver_version"] == "13.2"  # from the pre-_v2 getter
 
 
 def test_nvml_getter_errors_make_the_section_partial() -> None:
-    device = {**H200_DEVICE,
-              "nvmlDeviceGetPowerManagementLimit": pynvml.NVMLError(
-                  pynvml.NVML_ERROR_NO_PERMISSION)}
+    device = {
+        **H200_DEVICE,
+        "nvmlDeviceGetPowerManagementLimit": pynvml.NVMLError(pynvml.NVML_ERROR_NO_PERMISSION),
+    }
     with pytest.raises(Partial) as caught:
         collect_gpu_from(ctx(), sources(load_nvml=lambda: FakePynvml([device])))
     assert "nvmlDeviceGetPowerManagementLimit" in caught.value.reason
@@ -279,8 +310,10 @@ def test_mixed_gpus_are_named_as_such() -> None:
 
 
 def test_undecodable_names_do_not_break_collection() -> None:
-    device = {**H200_DEVICE,
-              "nvmlDeviceGetName": UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid")}
+    device = {
+        **H200_DEVICE,
+        "nvmlDeviceGetName": UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid"),
+    }
     with pytest.raises(Partial) as caught:
         collect_gpu_from(ctx(), sources(load_nvml=lambda: FakePynvml([device])))
     assert caught.value.section["gpus"][0]["name"] is None
@@ -293,10 +326,12 @@ def test_undecodable_names_do_not_break_collection() -> None:
 def test_nvml_absent_falls_to_csv(testdata: Path) -> None:
     fake = FakePynvml([], init_error=pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
     text = read(testdata, H200)
-    replay = Replay({
-        "--query-gpu": [(0, query_output(text))],
-        "--version": [(0, capture_section(text, "capabilities :: version"))],
-    })
+    replay = Replay(
+        {
+            "--query-gpu": [(0, query_output(text))],
+            "--version": [(0, capture_section(text, "capabilities :: version"))],
+        }
+    )
     section = collect_gpu_from(
         ctx(), sources(load_nvml=lambda: fake, runner=replay, nvidia_smi="nvidia-smi")
     )
@@ -353,9 +388,9 @@ def test_without_a_driver_nvml_and_nvidia_smi_are_not_even_tried(tmp_path: Path)
     assert (section["gpu_count"], section["gpu_source"]) == (0, None)
     assert loaded == [] and replay.calls == []
     # Where those paths mean nothing (not Linux), the sources are asked all the same.
-    section = collect_gpu_from(ctx(), sources(
-        driver_paths=gone, load_nvml=load, trust_driver_paths=False
-    ))
+    section = collect_gpu_from(
+        ctx(), sources(driver_paths=gone, load_nvml=load, trust_driver_paths=False)
+    )
     assert (section["gpu_count"], section["gpu_source"]) == (1, "nvml")
 
 
@@ -368,14 +403,16 @@ def test_nvidia_smi_is_found_on_the_jobs_path_and_run_for_real(
     (tmp_path / "version.txt").write_text(capture_section(text, "capabilities :: version"))
     script = tmp_path / "bin" / "nvidia-smi"
     script.parent.mkdir()
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         #!/bin/sh
         case "$1" in
           --query-gpu=*) exec cat {tmp_path / "query.csv"} ;;
           --version) exec cat {tmp_path / "version.txt"} ;;
         esac
         exit 2
-        """))
+        """)
+    )
     script.chmod(0o755)
     section = collect_gpu_from(
         ctx({"PATH": str(script.parent)}), sources(runner=GpuSources().runner)
@@ -387,8 +424,10 @@ def test_nvidia_smi_is_found_on_the_jobs_path_and_run_for_real(
 # --- which GPUs the job sees ---------------------------------------------------------------
 
 K80_UUIDS = [
-    "GPU-c3b26f7a-8dcb-619c-fa1b-8029265a4db0", "GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1",
-    "GPU-30bc2701-3bc2-5f35-0ebd-9867a077e138", "GPU-3341aba2-f01d-2c1f-7dd4-e389779faec2",
+    "GPU-c3b26f7a-8dcb-619c-fa1b-8029265a4db0",
+    "GPU-b01b80eb-0f18-1df0-cf88-0725bd90f1e1",
+    "GPU-30bc2701-3bc2-5f35-0ebd-9867a077e138",
+    "GPU-3341aba2-f01d-2c1f-7dd4-e389779faec2",
 ]
 
 
@@ -423,11 +462,13 @@ def test_cuda_visible_devices(testdata: Path, visible: str | None, indexes: list
 
 def test_a_mig_device_names_its_gpu_through_nvidia_smi_list(testdata: Path) -> None:
     text = read(testdata, MIG)
-    replay = Replay({
-        "--query-gpu": [(0, query_output(text))],
-        "--version": [(0, capture_section(text, "capabilities :: version"))],
-        "-L": [(0, capture_section(text, "capabilities :: list"))],
-    })
+    replay = Replay(
+        {
+            "--query-gpu": [(0, query_output(text))],
+            "--version": [(0, capture_section(text, "capabilities :: version"))],
+            "-L": [(0, capture_section(text, "capabilities :: list"))],
+        }
+    )
     environ = {"CUDA_VISIBLE_DEVICES": "MIG-00000001-0000-0000-0000-000000000001"}
     section = collect_gpu_from(ctx(environ), sources(runner=replay, nvidia_smi="nvidia-smi"))
     assert [(g["name"], g["mig_mode"]) for g in section["gpus"]] == [
@@ -451,8 +492,9 @@ def test_a_mig_device_names_its_gpu_through_nvml() -> None:
 
 
 def test_cuda_11_mig_form_names_the_parent_gpu(testdata: Path) -> None:
-    replay = Replay({"--query-gpu": [(9, NO_DRIVER)], "-q": [(0, read(testdata, K80))],
-                     "-L": [(0, "")]})
+    replay = Replay(
+        {"--query-gpu": [(9, NO_DRIVER)], "-q": [(0, read(testdata, K80))], "-L": [(0, "")]}
+    )
     environ = {"CUDA_VISIBLE_DEVICES": f"MIG-{K80_UUIDS[1]}/1/0"}
     section = collect_gpu_from(ctx(environ), sources(runner=replay, nvidia_smi="nvidia-smi"))
     assert [g["uuid"] for g in section["gpus"]] == [K80_UUIDS[1]]
@@ -464,13 +506,20 @@ def test_cuda_11_mig_form_names_the_parent_gpu(testdata: Path) -> None:
 def _initialised_torch(initialised: bool = True) -> Any:
     """torch after ``torch.cuda.init()`` on the H200 of the capture (no GPU here)."""
     props = SimpleNamespace(
-        name="NVIDIA H200", major=9, minor=0, total_memory=143771 * 2**20,
-        uuid="00000000-0000-0000-0000-000000000000", pci_domain_id=0, pci_bus_id=0x83,
+        name="NVIDIA H200",
+        major=9,
+        minor=0,
+        total_memory=143771 * 2**20,
+        uuid="00000000-0000-0000-0000-000000000000",
+        pci_domain_id=0,
+        pci_bus_id=0x83,
         pci_device_id=0,
     )
     cuda = SimpleNamespace(
-        is_initialized=lambda: initialised, device_count=lambda: 1,
-        get_device_properties=lambda i: props, nccl=SimpleNamespace(version=lambda: (2, 27, 3)),
+        is_initialized=lambda: initialised,
+        device_count=lambda: 1,
+        get_device_properties=lambda i: props,
+        nccl=SimpleNamespace(version=lambda: (2, 27, 3)),
     )
     return SimpleNamespace(
         cuda=cuda,
@@ -485,10 +534,15 @@ def test_torch_is_the_last_source_once_cuda_is_initialised() -> None:
     section = collect_gpu_from(ctx(), sources(torch=lambda: torch))
     assert section["gpu_source"] == "torch"
     gpu = section["gpus"][0]
-    assert (gpu["name"], gpu["memory_gb"], gpu["compute_capability"]) == ("NVIDIA H200", 140.4,
-                                                                          "9.0")
-    assert (gpu["uuid"], gpu["pci_bus_id"]) == ("GPU-00000000-0000-0000-0000-000000000000",
-                                                "00000000:83:00.0")
+    assert (gpu["name"], gpu["memory_gb"], gpu["compute_capability"]) == (
+        "NVIDIA H200",
+        140.4,
+        "9.0",
+    )
+    assert (gpu["uuid"], gpu["pci_bus_id"]) == (
+        "GPU-00000000-0000-0000-0000-000000000000",
+        "00000000:83:00.0",
+    )
     assert tuple(gpu) == GPU_KEYS
     assert (section["cuda_version"], section["cuda_version_source"]) == ("12.8", "torch")
     assert (section["cudnn_version"], section["nccl_version"]) == ("9.10.2", "2.27.3")
@@ -508,9 +562,12 @@ def test_library_versions_without_a_loaded_torch() -> None:
     # This venv's torch is a CPU build (version.py says cuda = None) and no nvidia-* wheels
     # are installed, so the driver's CUDA version is all there is.
     assert library_versions(None, "13.1") == {
-        "cuda_version": "13.1", "cuda_version_source": "driver",
-        "cudnn_version": None, "cudnn_version_source": None,
-        "nccl_version": None, "nccl_version_source": None,
+        "cuda_version": "13.1",
+        "cuda_version_source": "driver",
+        "cudnn_version": None,
+        "cudnn_version_source": None,
+        "nccl_version": None,
+        "nccl_version_source": None,
     }
     assert library_versions(None, None)["cuda_version_source"] is None
 
@@ -519,8 +576,14 @@ def test_the_dna_keeps_the_kind_of_gpu_and_drops_the_device(testdata: Path) -> N
     fake = FakePynvml([H200_DEVICE])
     hardware = collect_gpu_from(ctx(), sources(load_nvml=lambda: fake))
     gpu = projections({"hardware": hardware})["hardware"]["gpus"][0]
-    for volatile in ("uuid", "serial", "pci_bus_id", "index", "pcie_gen_current",
-                     "pcie_width_current"):
+    for volatile in (
+        "uuid",
+        "serial",
+        "pci_bus_id",
+        "index",
+        "pcie_gen_current",
+        "pcie_width_current",
+    ):
         assert volatile not in gpu
     assert gpu["vbios_version"] == "96.00.A5.00.03"
     assert (gpu["pcie_gen_max"], gpu["pcie_width_max"]) == (5, 16)
@@ -535,6 +598,7 @@ def test_collecting_does_not_import_torch() -> None:
         print(json.dumps({"torch": "torch" in sys.modules, "cuda": section["cuda_version"]}))
         """)
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
     assert done.stdout.strip() == '{"torch": false, "cuda": null}'

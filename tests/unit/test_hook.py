@@ -29,8 +29,11 @@ BROKEN_INDEX = "postgresql+psycopg://nobody@127.0.0.1:1/x"
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records
-            if r.levelno == logging.WARNING and r.name.startswith("expdna")]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and r.name.startswith("expdna")
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -67,11 +70,14 @@ def test_start_records_the_parsed_args_not_argv(
     elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sys, "argv", ["train.py", "--lr", "0.1", "--output-dir", "x"])
-    handle = start(_args(output_dir=str(tmp_path / "out")), output_dir=tmp_path / "out",
-                   caller_file=elsewhere)
+    handle = start(
+        _args(output_dir=str(tmp_path / "out")), output_dir=tmp_path / "out", caller_file=elsewhere
+    )
     assert handle is not None and handle.manifest is not None
     assert handle.manifest.config.resolved_args == {
-        "lr": 0.1, "seed": 7, "output_dir": str(tmp_path / "out"),  # the default seed is in
+        "lr": 0.1,
+        "seed": 7,
+        "output_dir": str(tmp_path / "out"),  # the default seed is in
     }
     assert handle.manifest.command.argv == ["train.py", "--lr", "0.1", "--output-dir", "x"]
     assert handle.path is None  # nothing is written before add_runtime
@@ -92,8 +98,12 @@ def test_the_dna_ignores_the_output_dir_and_follows_the_learning_rate(
 
 def test_resolved_args_are_redacted_like_everything_else(elsewhere: Path, tmp_path: Path) -> None:
     token = "hf_" + "abcdefghijklmnopqrstuvwxyzABCDEFGH"
-    args = {"lr": 0.1, "hub_token": token, "db": "postgresql://alice:s3cret@db.example.com/x",
-            "wandb_api_key": "0123456789abcdef0123456789abcdef01234567"}
+    args = {
+        "lr": 0.1,
+        "hub_token": token,
+        "db": "postgresql://alice:s3cret@db.example.com/x",
+        "wandb_api_key": "0123456789abcdef0123456789abcdef01234567",
+    }
     handle = start(args, output_dir=tmp_path / "out", caller_file=elsewhere)
     assert handle is not None and handle.manifest is not None
     handle.add_runtime()
@@ -158,8 +168,10 @@ def test_track_lets_the_training_exception_through_and_still_records(
     class TrainingDiverged(Exception):
         pass
 
-    with pytest.raises(TrainingDiverged), track(_args(), output_dir=tmp_path,
-                                                caller_file=elsewhere) as run:
+    with (
+        pytest.raises(TrainingDiverged),
+        track(_args(), output_dir=tmp_path, caller_file=elsewhere) as run,
+    ):
         run.log_final(step=12)
         raise TrainingDiverged("loss is nan")
     assert run.path is not None and load_manifest(run.path).metrics == {"step": 12}
@@ -179,8 +191,15 @@ def test_the_caller_file_finds_the_project_repo_not_the_cwd(repo: Path, tmp_path
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "out")], cwd=cwd,
-                          env=env, capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out")],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     result = json.loads(done.stdout)
     manifest = load_manifest(result["path"])
     assert list(manifest.code) == ["proj"]
@@ -213,8 +232,13 @@ def test_an_unwritable_output_dir_is_a_warning(
 def test_a_broken_store_url_is_a_warning_and_the_file_is_still_written(
     elsewhere: Path, tmp_path: Path
 ) -> None:
-    handle = start(_args(), output_dir=tmp_path / "out", store=tmp_path / "store",
-                   index_url=BROKEN_INDEX, caller_file=elsewhere)
+    handle = start(
+        _args(),
+        output_dir=tmp_path / "out",
+        store=tmp_path / "store",
+        index_url=BROKEN_INDEX,
+        caller_file=elsewhere,
+    )
     assert handle is not None
     handle.add_runtime()
     handle.finish(metrics={"val_loss": 1.0})
@@ -253,8 +277,9 @@ def test_a_hanging_collector_is_abandoned_at_the_deadline(
     registry = default_registry(plugins=False)
     registry.add(Collector("hang", "hardware", hang))
     began = time.monotonic()
-    handle = start(_args(), output_dir=tmp_path, registry=registry, deadline_s=0.5,
-                   caller_file=elsewhere)
+    handle = start(
+        _args(), output_dir=tmp_path, registry=registry, deadline_s=0.5, caller_file=elsewhere
+    )
     assert handle is not None
     handle.add_runtime()
     assert time.monotonic() - began < 5  # 0.5 s deadline; generous for a loaded machine
@@ -339,8 +364,9 @@ def test_an_inert_handle_does_nothing() -> None:
 def test_add_runtime_records_the_run_in_a_real_store(elsewhere: Path, tmp_path: Path) -> None:
     from expdna.store import Store
 
-    handle = start(_args(), output_dir=tmp_path / "out", store=tmp_path / "store",
-                   caller_file=elsewhere)
+    handle = start(
+        _args(), output_dir=tmp_path / "out", store=tmp_path / "store", caller_file=elsewhere
+    )
     assert handle is not None
     handle.add_runtime()
     assert handle.warnings == []
@@ -378,8 +404,9 @@ def test_pin_goes_to_a_real_store_when_it_takes_pins(elsewhere: Path, tmp_path: 
 
     checkpoint = tmp_path / "model.pt"
     checkpoint.write_bytes(b"weights")
-    handle = start(_args(), output_dir=tmp_path / "out", store=tmp_path / "store",
-                   caller_file=elsewhere)
+    handle = start(
+        _args(), output_dir=tmp_path / "out", store=tmp_path / "store", caller_file=elsewhere
+    )
     assert handle is not None
     handle.add_runtime()
     assert handle.pin(checkpoint, name="best") == "blake3:" + blake3(b"weights").hexdigest()
@@ -405,8 +432,12 @@ def test_lineage_is_written_to_the_manifest_outside_the_dna(
     from expdna.store import Store
 
     plain_run = start(_args(), output_dir=None, caller_file=elsewhere)
-    handle = start(_args(), output_dir=tmp_path / "out", caller_file=elsewhere,
-                   lineage={"resumed_from": PARENT})
+    handle = start(
+        _args(),
+        output_dir=tmp_path / "out",
+        caller_file=elsewhere,
+        lineage={"resumed_from": PARENT},
+    )
     assert plain_run is not None and handle is not None and handle.manifest is not None
     handle.add_runtime()
     assert handle.warnings == [] and handle.path is not None
@@ -435,7 +466,10 @@ def test_lineage_pairs_keep_two_parents_and_bad_edges_are_dropped_with_warnings(
 
     caplog.set_level(logging.WARNING)
     handle = start(
-        _args(), output_dir=None, store=tmp_path / "store", caller_file=elsewhere,
+        _args(),
+        output_dir=None,
+        store=tmp_path / "store",
+        caller_file=elsewhere,
         lineage=[
             ("derived_from", PARENT),
             Lineage(relation="derived_from", parent=OTHER),
@@ -449,12 +483,14 @@ def test_lineage_pairs_keep_two_parents_and_bad_edges_are_dropped_with_warnings(
     )
     assert handle is not None and handle.manifest is not None
     assert [(e.relation, e.parent) for e in handle.manifest.lineage or []] == [
-        ("derived_from", PARENT), ("derived_from", OTHER)
+        ("derived_from", PARENT),
+        ("derived_from", OTHER),
     ]
     dropped = [w for w in handle.warnings if w.startswith("lineage")]
     assert len(dropped) == 5
-    assert any("'cloned_from' is not one of resumed_from, rerun_of, derived_from" in w
-               for w in dropped)
+    assert any(
+        "'cloned_from' is not one of resumed_from, rerun_of, derived_from" in w for w in dropped
+    )
     assert any("'../../etc/passwd' is not a run id" in w for w in dropped)
     assert sum("not a (relation, run id) pair" in w for w in dropped) == 2
     assert {f"expdna: {w}" for w in dropped} <= set(_warnings(caplog))
@@ -464,14 +500,13 @@ def test_lineage_pairs_keep_two_parents_and_bad_edges_are_dropped_with_warnings(
     with Store.open(tmp_path / "store") as store:
         report = store.lineage(handle.run_id or "")
     assert sorted((e.relation, e.parent) for e in report.ancestors) == [
-        ("derived_from", PARENT), ("derived_from", OTHER)
+        ("derived_from", PARENT),
+        ("derived_from", OTHER),
     ]
 
 
 @pytest.mark.parametrize("bad", [42, "resumed_from", {"resumed_from": None}, {"parent": PARENT}])
-def test_unusable_lineage_is_a_warning_and_the_manifest_is_kept(
-    elsewhere: Path, bad: Any
-) -> None:
+def test_unusable_lineage_is_a_warning_and_the_manifest_is_kept(elsewhere: Path, bad: Any) -> None:
     handle = start(_args(), output_dir=None, caller_file=elsewhere, lineage=bad)
     assert handle is not None and handle.manifest is not None
     assert handle.manifest.lineage is None
@@ -489,14 +524,14 @@ def test_a_lineage_naming_the_run_itself_is_dropped(elsewhere: Path) -> None:
     _add_lineage(handle.manifest, {"rerun_of": handle.manifest.run_id}, notes)
     assert handle.manifest.lineage is None
     assert notes == [
-        "lineage names the run itself as its parent; "
-        f"edge 'rerun_of' -> {handle.run_id!r} dropped"
+        f"lineage names the run itself as its parent; edge 'rerun_of' -> {handle.run_id!r} dropped"
     ]
 
 
 def test_track_forwards_lineage(elsewhere: Path, tmp_path: Path) -> None:
-    with track(_args(), output_dir=tmp_path / "out", caller_file=elsewhere,
-               lineage={"rerun_of": PARENT}) as run:
+    with track(
+        _args(), output_dir=tmp_path / "out", caller_file=elsewhere, lineage={"rerun_of": PARENT}
+    ) as run:
         pass
     assert run.path is not None
     assert load_manifest(run.path).lineage is not None

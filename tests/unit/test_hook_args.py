@@ -62,7 +62,11 @@ def test_namespace_from_a_real_parser_keeps_defaults_and_types() -> None:
     parser.set_defaults(func=train)
     args = parser.parse_args(["--lr", "0.5"])
     assert resolved_args(args) == {
-        "lr": 0.5, "output_dir": "/runs/a", "optim": "sgd", "layers": [1, 2], "amp": False,
+        "lr": 0.5,
+        "output_dir": "/runs/a",
+        "optim": "sgd",
+        "layers": [1, 2],
+        "amp": False,
         "func": f"{__name__}.train",
     }
 

@@ -13,6 +13,5 @@ def test_import_expdna_imports_no_heavy_module() -> None:
         "import sys, expdna, expdna.cli, expdna.collectors, expdna.compare;"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""

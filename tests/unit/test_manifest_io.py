@@ -31,9 +31,12 @@ def write(tmp_path: Path, content: bytes | str, name: str = "m.json") -> Path:
 
 
 def test_unknown_fields_survive_a_round_trip(tmp_path: Path) -> None:
-    doc = {**BASE, "future_section": {"x": [1, 2]},
-           "hardware": {"gpus": [{"name": "H200", "nvlink": {"links": 18}}], "new_field": "v"},
-           "code": {"proj": {"commit": "a" * 40, "lfs": True}}}
+    doc = {
+        **BASE,
+        "future_section": {"x": [1, 2]},
+        "hardware": {"gpus": [{"name": "H200", "nvlink": {"links": 18}}], "new_field": "v"},
+        "code": {"proj": {"commit": "a" * 40, "lfs": True}},
+    }
     manifest = manifest_from_dict(doc)
     out = write_manifest(manifest, tmp_path / "out.json")
     back = json.loads(out.read_text())
@@ -66,24 +69,33 @@ BAD: list[tuple[str, bytes, str]] = [
     ("major 2", json.dumps({**BASE, "schema_version": "2.0"}).encode(), "reads 1.x only"),
     ("no version", json.dumps({"run_id": "x"}).encode(), "no schema_version"),
     ("version not a string", json.dumps({**BASE, "schema_version": 1}).encode(), "MAJOR.MINOR"),
-    ("nan", b'{"schema_version": "1.0", "run_id": "r", "generated_at": "t", "x": NaN}',
-     "NaN is not valid JSON"),
+    (
+        "nan",
+        b'{"schema_version": "1.0", "run_id": "r", "generated_at": "t", "x": NaN}',
+        "NaN is not valid JSON",
+    ),
     ("infinity", b'{"schema_version": "1.0", "x": -Infinity}', "Infinity is not valid JSON"),
-    ("duplicate keys", b'{"schema_version": "1.0", "run_id": "a", "run_id": "b"}',
-     "duplicate key 'run_id'"),
+    (
+        "duplicate keys",
+        b'{"schema_version": "1.0", "run_id": "a", "run_id": "b"}',
+        "duplicate key 'run_id'",
+    ),
     ("invalid utf-8", b'{"schema_version": "1.0", "run_id": "\xff\xfe"}', "not valid UTF-8"),
     ("deep", b'{"schema_version":"1.0","x":' + b"[" * 20000 + b"]" * 20000 + b"}", "nested deeper"),
     ("array", b"[1, 2]", "expected a JSON object"),
-    ("wrong type", json.dumps({**BASE, "command": {"argv": "not a list"}}).encode(),
-     "command.argv"),
-    ("bad dna", json.dumps({**BASE, "dna": {"version": 1, "value": "xyz"}}).encode(),
-     "dna.value"),
+    (
+        "wrong type",
+        json.dumps({**BASE, "command": {"argv": "not a list"}}).encode(),
+        "command.argv",
+    ),
+    ("bad dna", json.dumps({**BASE, "dna": {"version": 1, "value": "xyz"}}).encode(), "dna.value"),
 ]
 
 
 @pytest.mark.parametrize(("label", "content", "reason"), BAD, ids=[b[0] for b in BAD])
-def test_bad_input_is_one_clear_error(tmp_path: Path, label: str, content: bytes,
-                                      reason: str) -> None:
+def test_bad_input_is_one_clear_error(
+    tmp_path: Path, label: str, content: bytes, reason: str
+) -> None:
     path = write(tmp_path, content)
     with pytest.raises(ManifestError) as err:
         load_manifest(path)
@@ -112,8 +124,17 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
 
 def _with_patch(text: str, extra: dict[str, Any] | None = None) -> Any:
     data = text.encode()
-    doc = {**BASE, "code": {"proj": {"commit": "a" * 40, "dirty": True, "patch": {
-        "digest": ref_of(data), "size": len(data), "text": text}}}, **(extra or {})}
+    doc = {
+        **BASE,
+        "code": {
+            "proj": {
+                "commit": "a" * 40,
+                "dirty": True,
+                "patch": {"digest": ref_of(data), "size": len(data), "text": text},
+            }
+        },
+        **(extra or {}),
+    }
     manifest = manifest_from_dict(doc)
     manifest.dna = compute_dna(manifest)
     return manifest

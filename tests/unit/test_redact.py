@@ -692,8 +692,17 @@ def test_masked_values_stay_as_they_are(masked: str) -> None:
 
 
 def test_numeric_secrets_under_secret_names_are_hidden() -> None:
-    tree = {"config": {"resolved_args": {"db_password": 12345678, "lr": 0.1, "seed": 7,
-                                         "smtp_pass": 4.5, "use_token": True}}}
+    tree = {
+        "config": {
+            "resolved_args": {
+                "db_password": 12345678,
+                "lr": 0.1,
+                "seed": 7,
+                "smtp_pass": 4.5,
+                "use_token": True,
+            }
+        }
+    }
     out, paths = redact_tree(tree)
     args = out["config"]["resolved_args"]
     assert args["db_password"] == "***" and args["smtp_pass"] == "***"

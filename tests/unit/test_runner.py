@@ -36,8 +36,12 @@ def _partial(ctx: CollectContext) -> dict[str, Any]:
 
 
 def test_statuses_and_warnings() -> None:
-    collectors = [Collector("ok", "a", _ok), Collector("boom", "b", _boom),
-                  Collector("absent", "c", _absent), Collector("partial", "d", _partial)]
+    collectors = [
+        Collector("ok", "a", _ok),
+        Collector("boom", "b", _boom),
+        Collector("absent", "c", _absent),
+        Collector("partial", "d", _partial),
+    ]
     out = run_collectors(CollectContext(), collectors, deadline_s=2)
     assert out["ok"].status == "ok" and out["ok"].section == {"value": 1}
     assert out["boom"].status == "failed" and out["boom"].warnings == ["RuntimeError: exploded"]
@@ -54,8 +58,9 @@ def test_a_hanging_collector_is_abandoned_not_awaited() -> None:
         return {"late": True}
 
     started = time.perf_counter()
-    out = run_collectors(CollectContext(), [Collector("hang", "x", hang),
-                                            Collector("ok", "y", _ok)], deadline_s=0.3)
+    out = run_collectors(
+        CollectContext(), [Collector("hang", "x", hang), Collector("ok", "y", _ok)], deadline_s=0.3
+    )
     elapsed = time.perf_counter() - started
     release.set()
     assert out["hang"].status == "timeout" and out["hang"].section == {}

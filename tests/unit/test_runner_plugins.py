@@ -31,7 +31,7 @@ from expdna.collectors import (
 
 EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
 
-PLUGIN = '''
+PLUGIN = """
 from expdna.collectors import Collector
 
 def collect_demo(ctx):
@@ -40,7 +40,7 @@ def collect_demo(ctx):
 DEMO = Collector("demo", "demo", collect_demo)
 CLASH = Collector("git", "code", collect_demo)
 NOT_A_COLLECTOR = object()
-'''
+"""
 
 ENTRY_POINTS = """
 [expdna.collectors]
@@ -102,12 +102,17 @@ def test_no_plugin_warnings_key_without_broken_plugins() -> None:
     assert "plugin_warnings" not in manifest.to_dict()["collection"]
 
 
-def test_the_installed_command_runs_plugins_from_pythonpath(plugin_site: Path,
-                                                            repo: Path) -> None:
+def test_the_installed_command_runs_plugins_from_pythonpath(plugin_site: Path, repo: Path) -> None:
     out = repo.parent / "m.json"
     env = {**os.environ, "PYTHONPATH": str(plugin_site)}
-    done = subprocess.run([EXPDNA, "generate", "-o", str(out), "--", "x", "y"], cwd=repo,
-                          env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [EXPDNA, "generate", "-o", str(out), "--", "x", "y"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     doc = json.loads(out.read_text())
     assert doc["demo"] == {"argc": 2}
@@ -134,9 +139,13 @@ def test_the_overall_deadline_caps_every_collector() -> None:
     started = time.perf_counter()
     out = run_collectors(
         CollectContext(),
-        [Collector("a", "x", _sleeper(30, release)), Collector("b", "y", _sleeper(30, release)),
-         Collector("quick", "z", _sleeper(0))],
-        deadline_s=10, overall_deadline_s=0.3,
+        [
+            Collector("a", "x", _sleeper(30, release)),
+            Collector("b", "y", _sleeper(30, release)),
+            Collector("quick", "z", _sleeper(0)),
+        ],
+        deadline_s=10,
+        overall_deadline_s=0.3,
     )
     elapsed = time.perf_counter() - started
     release.set()
@@ -150,16 +159,22 @@ def test_a_collector_may_carry_its_own_deadline() -> None:
     release = threading.Event()
     out = run_collectors(
         CollectContext(),
-        [Collector("patient", "x", _sleeper(0.5), deadline_s=5),
-         Collector("hang", "y", _sleeper(30, release))],
+        [
+            Collector("patient", "x", _sleeper(0.5), deadline_s=5),
+            Collector("hang", "y", _sleeper(30, release)),
+        ],
         deadline_s=0.2,
     )
     release.set()
     assert out["patient"].status == "ok" and out["patient"].section == {"slept": 0.5}
     assert out["hang"].status == "timeout"
     # the overall deadline still wins over a collector's own
-    out = run_collectors(CollectContext(), [Collector("p", "x", _sleeper(0.5), deadline_s=5)],
-                         deadline_s=0.2, overall_deadline_s=0.1)
+    out = run_collectors(
+        CollectContext(),
+        [Collector("p", "x", _sleeper(0.5), deadline_s=5)],
+        deadline_s=0.2,
+        overall_deadline_s=0.1,
+    )
     assert out["p"].status == "timeout"
 
 
@@ -170,7 +185,8 @@ def test_each_collector_sees_its_own_deadline_as_its_budget() -> None:
     out = run_collectors(
         CollectContext(timeout_s=4.0),
         [Collector("default", "x", budget), Collector("own", "y", budget, deadline_s=9)],
-        deadline_s=2, overall_deadline_s=7,
+        deadline_s=2,
+        overall_deadline_s=7,
     )
     assert out["default"].section == {"timeout_s": 2}
     assert out["own"].section == {"timeout_s": 7}
@@ -179,8 +195,10 @@ def test_each_collector_sees_its_own_deadline_as_its_budget() -> None:
 def test_an_answer_after_the_deadline_counts_as_timeout() -> None:
     out = run_collectors(
         CollectContext(),
-        [Collector("late", "x", _sleeper(0.4)),
-         Collector("slow", "y", _sleeper(0.8), deadline_s=5)],
+        [
+            Collector("late", "x", _sleeper(0.4)),
+            Collector("slow", "y", _sleeper(0.8), deadline_s=5),
+        ],
         deadline_s=0.2,
     )
     assert out["slow"].status == "ok"
@@ -213,8 +231,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_generate_with_a_hanging_git_finishes_near_the_deadline(tmp_path: Path,
-                                                                repo: Path) -> None:
+def test_generate_with_a_hanging_git_finishes_near_the_deadline(tmp_path: Path, repo: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     pids = tmp_path / "pids"
@@ -227,7 +244,11 @@ def test_generate_with_a_hanging_git_finishes_near_the_deadline(tmp_path: Path,
     started = time.perf_counter()
     done = subprocess.run(
         [EXPDNA, "generate", "--deadline", str(deadline), "-o", str(out), "--", "train.py"],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=60,
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     wall = time.perf_counter() - started
     sleepers = [int(p) for p in pids.read_text().split()] if pids.exists() else []

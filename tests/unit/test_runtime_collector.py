@@ -14,9 +14,15 @@ from expdna.collectors.context import CollectContext
 from expdna.collectors.runtime import describe_nodes, node_role, slurm_geometry
 
 SLURM = {
-    "SLURM_JOB_ID": "48213", "SLURM_JOB_NUM_NODES": "4", "SLURM_NNODES": "4",
-    "SLURM_NTASKS": "32", "SLURM_NTASKS_PER_NODE": "8", "SLURM_GPUS_PER_NODE": "h100:8",
-    "SLURM_CPUS_PER_TASK": "12", "SLURM_JOB_PARTITION": "gpu", "SLURM_NODELIST": "gn[01-04]",
+    "SLURM_JOB_ID": "48213",
+    "SLURM_JOB_NUM_NODES": "4",
+    "SLURM_NNODES": "4",
+    "SLURM_NTASKS": "32",
+    "SLURM_NTASKS_PER_NODE": "8",
+    "SLURM_GPUS_PER_NODE": "h100:8",
+    "SLURM_CPUS_PER_TASK": "12",
+    "SLURM_JOB_PARTITION": "gpu",
+    "SLURM_NODELIST": "gn[01-04]",
 }
 
 # Collect in a fresh interpreter: this process may have imported Ray for other tests.
@@ -30,8 +36,13 @@ _COLLECT = (
 
 
 def collect_fresh(environ: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", _COLLECT, json.dumps(environ)],
-                          capture_output=True, text=True, check=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECT, json.dumps(environ)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return dict(json.loads(done.stdout))
 
 
@@ -46,21 +57,34 @@ def test_a_slurm_allocation_without_ray() -> None:
     assert out["section"] == {
         "mode": "slurm",
         "node_count": 4,
-        "slurm": {"job_id": 48213, "nnodes": 4, "ntasks": 32, "ntasks_per_node": 8,
-                  "gpus_per_node": "h100:8", "cpus_per_task": 12, "partition": "gpu"},
+        "slurm": {
+            "job_id": 48213,
+            "nnodes": 4,
+            "ntasks": 32,
+            "ntasks_per_node": 8,
+            "gpus_per_node": "h100:8",
+            "cpus_per_task": 12,
+            "partition": "gpu",
+        },
     }
 
 
 def test_slurm_geometry_older_names_and_compressed_task_counts() -> None:
     assert slurm_geometry({}) is None
     assert slurm_geometry({"SLURM_NNODES": "2"}) is None  # no job, no geometry
-    assert slurm_geometry({
-        "SLURM_JOBID": "7", "SLURM_NNODES": "2", "SLURM_NPROCS": "8",
-        "SLURM_TASKS_PER_NODE": "4(x2)", "SLURM_CPUS_PER_TASK": " ",
-    }) == {"job_id": 7, "nnodes": 2, "ntasks": 8, "ntasks_per_node": 4}
+    assert slurm_geometry(
+        {
+            "SLURM_JOBID": "7",
+            "SLURM_NNODES": "2",
+            "SLURM_NPROCS": "8",
+            "SLURM_TASKS_PER_NODE": "4(x2)",
+            "SLURM_CPUS_PER_TASK": " ",
+        }
+    ) == {"job_id": 7, "nnodes": 2, "ntasks": 8, "ntasks_per_node": 4}
     # uneven task counts stay as Slurm wrote them
     assert slurm_geometry({"SLURM_JOB_ID": "7", "SLURM_TASKS_PER_NODE": "2(x3),1"}) == {
-        "job_id": 7, "ntasks_per_node": "2(x3),1",
+        "job_id": 7,
+        "ntasks_per_node": "2(x3),1",
     }
     assert CollectContext(environ=SLURM).environ["SLURM_JOB_ID"] == "48213"
 
@@ -68,12 +92,18 @@ def test_slurm_geometry_older_names_and_compressed_task_counts() -> None:
 def test_node_roles_and_alive_filter() -> None:
     # keys as ray.nodes() writes them (REFERENCE.md §4); IsHeadNode where a version has it
     head: dict[str, Any] = {
-        "NodeID": "bb", "Alive": True, "NodeManagerAddress": "127.0.0.1",
-        "NodeManagerHostname": "box", "Resources": {"CPU": 1.0, "node:__internal_head__": 1.0},
+        "NodeID": "bb",
+        "Alive": True,
+        "NodeManagerAddress": "127.0.0.1",
+        "NodeManagerHostname": "box",
+        "Resources": {"CPU": 1.0, "node:__internal_head__": 1.0},
     }
     worker: dict[str, Any] = {
-        "NodeID": "aa", "Alive": True, "NodeManagerAddress": "10.1.2.3",
-        "NodeManagerHostname": "box", "Resources": {"CPU": 2.0, "GPU": 1.0, "node:10.1.2.3": 1.0},
+        "NodeID": "aa",
+        "Alive": True,
+        "NodeManagerAddress": "10.1.2.3",
+        "NodeManagerHostname": "box",
+        "Resources": {"CPU": 2.0, "GPU": 1.0, "node:10.1.2.3": 1.0},
     }
     dead = {"NodeID": "cc", "Alive": False, "Resources": {"CPU": 1.0}}
     flagged = {"NodeID": "dd", "alive": True, "IsHeadNode": True, "Resources": {}}
@@ -81,7 +111,12 @@ def test_node_roles_and_alive_filter() -> None:
     assert node_role({"is_head_node": True}) == "head"
     nodes = describe_nodes([worker, dead, head])
     assert [(n["node_id"], n["role"]) for n in nodes] == [("bb", "head"), ("aa", "worker")]
-    assert nodes[1] == {"role": "worker", "resources": {"CPU": 2.0, "GPU": 1.0},
-                        "node_id": "aa", "address": "10.1.2.3", "hostname": "box"}
+    assert nodes[1] == {
+        "role": "worker",
+        "resources": {"CPU": 2.0, "GPU": 1.0},
+        "node_id": "aa",
+        "address": "10.1.2.3",
+        "hostname": "box",
+    }
     nodes[1]["resources"]["CPU"] = 0.0
     assert worker["Resources"]["CPU"] == 2.0  # a copy, not Ray's own dict

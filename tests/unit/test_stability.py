@@ -61,8 +61,13 @@ def test_cv_is_none_for_a_zero_mean_and_positive_for_a_negative_one() -> None:
 
 
 def test_rows_grouped_by_metric_in_the_asked_order() -> None:
-    rows = [("a", "val_loss", 0.1), ("b", "val_loss", 0.3), ("a", "acc", 0.9),
-            ("c", "acc", float("nan")), ("b", "acc", 0.7)]
+    rows = [
+        ("a", "val_loss", 0.1),
+        ("b", "val_loss", 0.3),
+        ("a", "acc", 0.9),
+        ("c", "acc", float("nan")),
+        ("b", "acc", 0.7),
+    ]
     every = summarise_rows(rows)
     assert list(every) == ["acc", "val_loss"]  # sorted by default
     assert every["acc"].n == 2  # the NaN is not a value
@@ -74,18 +79,21 @@ def test_rows_grouped_by_metric_in_the_asked_order() -> None:
 # -- ignore patterns -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("pattern", "sections"), [
-    ("config.resolved_args.seed", {"config"}),
-    ("training.seeds.*", {"training"}),
-    ("config.resolved_args.*seed", {"config"}),
-    ("*.seed", set(DNA_SECTIONS)),
-    ("c*", {"code", "config"}),
-    ("con?ig.resolved_args.seed", {"config"}),
-    ("[ct]raining.seeds.seed", set(DNA_SECTIONS)),
-    ("metrics.val_loss", set()),
-    ("config", set()),  # a member path always has a dot after the section
-    ("", set()),
-])
+@pytest.mark.parametrize(
+    ("pattern", "sections"),
+    [
+        ("config.resolved_args.seed", {"config"}),
+        ("training.seeds.*", {"training"}),
+        ("config.resolved_args.*seed", {"config"}),
+        ("*.seed", set(DNA_SECTIONS)),
+        ("c*", {"code", "config"}),
+        ("con?ig.resolved_args.seed", {"config"}),
+        ("[ct]raining.seeds.seed", set(DNA_SECTIONS)),
+        ("metrics.val_loss", set()),
+        ("config", set()),  # a member path always has a dot after the section
+        ("", set()),
+    ],
+)
 def test_touched_sections(pattern: str, sections: set[str]) -> None:
     assert touched_sections(pattern) == sections
 
@@ -151,8 +159,13 @@ def dna(manifest: Manifest) -> str:
 
 
 def test_runs_of_one_dna(store: Store) -> None:
-    a, b, c, _ = record_docs(store, seed_doc(1, val_loss=0.1, acc=0.5), seed_doc(2, val_loss=0.2),
-                         seed_doc(3, val_loss=0.3), seed_doc(4, seed=9, val_loss=5.0))
+    a, b, c, _ = record_docs(
+        store,
+        seed_doc(1, val_loss=0.1, acc=0.5),
+        seed_doc(2, val_loss=0.2),
+        seed_doc(3, val_loss=0.3),
+        seed_doc(4, seed=9, val_loss=5.0),
+    )
     report = stability(store, dna(a)[:8])
     assert report.dna == dna(a) == dna(b) == dna(c)
     assert report.runs == [a.run_id, b.run_id, c.run_id]  # oldest first
@@ -177,8 +190,11 @@ def test_requested_metrics_only_and_missing_ones_named(store: Store) -> None:
 
 def test_seed_repeats_pool_only_when_both_seed_paths_are_ignored(store: Store) -> None:
     s1, s2, s3, other = record_docs(
-        store, seed_doc(1, seed=1, val_loss=0.1), seed_doc(2, seed=2, val_loss=0.2),
-        seed_doc(3, seed=3, val_loss=0.3), seed_doc(4, seed=4, driver="550.54.15", val_loss=9.0),
+        store,
+        seed_doc(1, seed=1, val_loss=0.1),
+        seed_doc(2, seed=2, val_loss=0.2),
+        seed_doc(3, seed=3, val_loss=0.3),
+        seed_doc(4, seed=4, driver="550.54.15", val_loss=9.0),
     )
     assert len({dna(s1), dna(s2), dna(s3)}) == 3
     alone = stability(store, dna(s2)[:10], metrics=["val_loss"])
@@ -201,7 +217,9 @@ def test_seed_repeats_pool_only_when_both_seed_paths_are_ignored(store: Store) -
 
 def test_runs_differing_in_an_untouched_section_are_never_read(store: Store) -> None:
     s1, s2, other = record_docs(
-        store, seed_doc(1, seed=1, val_loss=0.1), seed_doc(2, seed=2, val_loss=0.2),
+        store,
+        seed_doc(1, seed=1, val_loss=0.1),
+        seed_doc(2, seed=2, val_loss=0.2),
         seed_doc(3, seed=3, driver="550.54.15", val_loss=9.0),
     )
     # Another hardware digest: not a candidate under config/training ignores, so its
@@ -215,8 +233,11 @@ def test_one_manifest_is_read_per_candidate_dna(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s1, s1_again, s2, s3 = record_docs(
-        store, seed_doc(1, seed=1, val_loss=0.1), seed_doc(2, seed=1, val_loss=0.2),
-        seed_doc(3, seed=2, val_loss=0.3), seed_doc(4, seed=2, val_loss=0.4),
+        store,
+        seed_doc(1, seed=1, val_loss=0.1),
+        seed_doc(2, seed=1, val_loss=0.2),
+        seed_doc(3, seed=2, val_loss=0.3),
+        seed_doc(4, seed=2, val_loss=0.4),
     )
     read = store.objects.read_verified
     digests: list[str] = []

@@ -17,8 +17,7 @@ from expdna.manifest.model import Manifest
 VBIOS = "96.00.89.00.01"
 DRIVER = "550.54.15"
 PATCH_TEXT = (
-    "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n"
-    "@@ -1 +1 @@\n-lr=1\n+lr=2\n"
+    "diff --git a/train.py b/train.py\n--- a/train.py\n+++ b/train.py\n@@ -1 +1 @@\n-lr=1\n+lr=2\n"
 )
 
 
@@ -35,8 +34,9 @@ def synthetic_doc(
     setup = i if setup is None else setup
     code: dict[str, Any] = {
         "train": {
-            "commit": f"{setup % 97:02x}" + "1c8e2fb98b7af3e1e86263ccd1f375e4d833b2"[: 38],
-            "branch": "main", "dirty": patch is not None,
+            "commit": f"{setup % 97:02x}" + "1c8e2fb98b7af3e1e86263ccd1f375e4d833b2"[:38],
+            "branch": "main",
+            "dirty": patch is not None,
             "remote": "https://github.com/example/train.git",
         },
         "megatron": {"commit": "8325919e7a2f4c3d1b5e8f9a0c2d3e4f5a6b7c8d", "dirty": False},
@@ -44,8 +44,12 @@ def synthetic_doc(
     if patch is not None:
         data = patch.encode()
         code["train"]["patch"] = {"digest": ref_of(data), "size": len(data), "text": patch}
-    args: dict[str, Any] = {"lr": 0.0003, "seed": setup, "global_batch_size": 16,
-                            "output_dir": f"/ckpt/run{i}"}
+    args: dict[str, Any] = {
+        "lr": 0.0003,
+        "seed": setup,
+        "global_batch_size": 16,
+        "output_dir": f"/ckpt/run{i}",
+    }
     args.update({f"option_{k}": k * 0.5 for k in range(20)})
     return {
         "schema_version": "1.0",
@@ -54,28 +58,52 @@ def synthetic_doc(
         "command": {"argv": ["python", "train.py", "--lr", "0.0003"], "cwd": "<HOME>/train"},
         "code": code,
         "config": {"resolved_args": args, "selected_env": {"NCCL_DEBUG": "INFO"}},
-        "training": {"algorithm": "grpo", "parallel_topology": {"tensor": 2, "pipeline": 1},
-                     "global_batch_size": 16, "seeds": {"seed": setup}},
+        "training": {
+            "algorithm": "grpo",
+            "parallel_topology": {"tensor": 2, "pipeline": 1},
+            "global_batch_size": 16,
+            "seeds": {"seed": setup},
+        },
         "environment": {
-            "python_version": "3.12.3", "python_implementation": "CPython",
-            "packages": {"torch": "2.11.0+cu129", "ray": "2.56.0",
-                         **{f"package-{k}": f"{k}.{k + 1}.0" for k in range(10)}},
-            "os": "Debian GNU/Linux 12 (bookworm)", "kernel": "6.1.0-18-amd64", "glibc": "2.36",
+            "python_version": "3.12.3",
+            "python_implementation": "CPython",
+            "packages": {
+                "torch": "2.11.0+cu129",
+                "ray": "2.56.0",
+                **{f"package-{k}": f"{k}.{k + 1}.0" for k in range(10)},
+            },
+            "os": "Debian GNU/Linux 12 (bookworm)",
+            "kernel": "6.1.0-18-amd64",
+            "glibc": "2.36",
         },
         "hardware": {
             "gpus": [
-                {"name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.6, "vbios_version": vbios,
-                 "uuid": f"GPU-{n}"}
+                {
+                    "name": "NVIDIA H100 80GB HBM3",
+                    "memory_gb": 79.6,
+                    "vbios_version": vbios,
+                    "uuid": f"GPU-{n}",
+                }
                 for n in range(2)
             ],
-            "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 2, "driver_version": driver,
-            "cuda_version": "12.4", "nccl_version": "2.23.4",
-            "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "cpu_count": 224,
+            "gpu_model": "NVIDIA H100 80GB HBM3",
+            "gpu_count": 2,
+            "driver_version": driver,
+            "cuda_version": "12.4",
+            "nccl_version": "2.23.4",
+            "cpu_model": "Intel(R) Xeon(R) Platinum 8480+",
+            "cpu_count": 224,
         },
-        "runtime": {"mode": "single_node_ray", "node_count": 1,
-                    "nodes": [{"role": "head", "resources": {"CPU": 224.0, "GPU": 2.0}}]},
-        "data": {"datasets": [{"root": "/data/set", "digest": ref_of(b"listing"), "files": 3,
-                               "bytes": 300}]},
+        "runtime": {
+            "mode": "single_node_ray",
+            "node_count": 1,
+            "nodes": [{"role": "head", "resources": {"CPU": 224.0, "GPU": 2.0}}],
+        },
+        "data": {
+            "datasets": [
+                {"root": "/data/set", "digest": ref_of(b"listing"), "files": 3, "bytes": 300}
+            ]
+        },
         "metrics": {"final_loss": 1.0 / (i + 1), "reward": {"mean": 0.5}},
         "collection": {"collectors": {"git": {"status": "ok", "duration_ms": 1.5 + i}}},
     }

@@ -97,9 +97,7 @@ def test_verify_and_read_report_a_missing_object(objects: ObjectDir) -> None:
         "a" * 62 + "\n",
     ],
 )
-def test_malformed_digests_are_refused_before_the_filesystem(
-    objects: ObjectDir, bad: str
-) -> None:
+def test_malformed_digests_are_refused_before_the_filesystem(objects: ObjectDir, bad: str) -> None:
     with pytest.raises(InvalidDigestError) as caught:
         objects.path(bad)
     assert isinstance(caught.value, InvalidInputError) and caught.value.exit_code == 2

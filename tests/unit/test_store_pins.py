@@ -88,9 +88,7 @@ def test_identical_bytes_pinned_by_two_runs_return_both_newest_first(
     assert found[0].pinned_at >= found[1].pinned_at
 
 
-def test_which_by_name_says_whether_the_file_still_matches(
-    store: Store, tmp_path: Path
-) -> None:
+def test_which_by_name_says_whether_the_file_still_matches(store: Store, tmp_path: Path) -> None:
     checkpoint = _checkpoint(tmp_path / "last.pt")
     store.pin_file(checkpoint, run=_run(0), name="last")
     assert store.which("last")[0].matches is True
@@ -144,8 +142,9 @@ def test_large_checkpoint_digests_come_from_the_stat_keyed_cache(
     with FileDigests() as digests:
         first = digests.digest(big)
     assert first == (blake3(big.read_bytes()).hexdigest(), SMALL_FILE_BYTES + 1)
-    rows = sqlite3.connect(cache_dir / "digests.sqlite").execute(
-        "SELECT hex FROM digests").fetchall()
+    rows = (
+        sqlite3.connect(cache_dir / "digests.sqlite").execute("SELECT hex FROM digests").fetchall()
+    )
     assert rows == [(first[0],)]
     # an answer from the cache, not from the bytes: poison the row and ask again
     conn = sqlite3.connect(cache_dir / "digests.sqlite")

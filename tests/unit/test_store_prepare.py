@@ -35,11 +35,24 @@ def test_list_indexes_are_dropped_so_any_gpu_matches() -> None:
 
 
 def test_values_are_text_as_json_writes_them() -> None:
-    doc = {"a": {"int": 16, "float": 0.0003, "yes": True, "no": False, "none": None,
-                 "inf": float("inf"), "text": "x"}}
+    doc = {
+        "a": {
+            "int": 16,
+            "float": 0.0003,
+            "yes": True,
+            "no": False,
+            "none": None,
+            "inf": float("inf"),
+            "text": "x",
+        }
+    }
     assert facts_of(doc) == {
-        ("a.int", "16"), ("a.float", "0.0003"), ("a.yes", "true"), ("a.no", "false"),
-        ("a.inf", "<non-finite:inf>"), ("a.text", "x"),
+        ("a.int", "16"),
+        ("a.float", "0.0003"),
+        ("a.yes", "true"),
+        ("a.no", "false"),
+        ("a.inf", "<non-finite:inf>"),
+        ("a.text", "x"),
     }
 
 
@@ -178,9 +191,20 @@ def test_network_filesystem_detection_from_a_mounts_file(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(
     ("fstype", "network"),
-    [("nfs", True), ("nfs4", True), ("cifs", True), ("smb3", True), ("lustre", True),
-     ("gpfs", True), ("fuse.gcsfuse", True), ("fuse.fuse-overlayfs", False),
-     ("ext4", False), ("xfs", False), ("tmpfs", False), ("overlay", False)],
+    [
+        ("nfs", True),
+        ("nfs4", True),
+        ("cifs", True),
+        ("smb3", True),
+        ("lustre", True),
+        ("gpfs", True),
+        ("fuse.gcsfuse", True),
+        ("fuse.fuse-overlayfs", False),
+        ("ext4", False),
+        ("xfs", False),
+        ("tmpfs", False),
+        ("overlay", False),
+    ],
 )
 def test_network_fstypes(fstype: str, network: bool) -> None:
     assert is_network_fstype(fstype) is network

@@ -29,8 +29,12 @@ def _same(a: Prepared, b: Prepared) -> None:
     assert set(a.fact_sets) == set(b.fact_sets)
     assert a.own_facts == b.own_facts
     assert a.metrics == b.metrics
-    assert (a.dna, a.run_id, a.generated_at, a.lineage) == (b.dna, b.run_id, b.generated_at,
-                                                             b.lineage)
+    assert (a.dna, a.run_id, a.generated_at, a.lineage) == (
+        b.dna,
+        b.run_id,
+        b.generated_at,
+        b.lineage,
+    )
 
 
 def _docs() -> list[dict[str, Any]]:

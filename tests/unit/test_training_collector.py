@@ -68,7 +68,9 @@ def test_deepspeed_style_and_plain_short_names() -> None:
         "micro_batch_size": 4,
     }
     assert training("train.py --algo ppo --batch-size 32 --seed=5") == {
-        "algorithm": "ppo", "global_batch_size": 32, "seeds": {"seed": 5},
+        "algorithm": "ppo",
+        "global_batch_size": 32,
+        "seeds": {"seed": 5},
     }
 
 
@@ -92,8 +94,20 @@ def test_nothing_found_is_an_empty_ok_section() -> None:
 
 def test_a_value_that_is_not_an_integer_is_left_out_with_a_warning() -> None:
     out = run_collectors(
-        CollectContext(argv=("train.py", "--tensor-model-parallel-size", "auto", "--tp", "2",
-                             "--micro-batch-size", "1.5", "--seed", "3", "--algo")),
+        CollectContext(
+            argv=(
+                "train.py",
+                "--tensor-model-parallel-size",
+                "auto",
+                "--tp",
+                "2",
+                "--micro-batch-size",
+                "1.5",
+                "--seed",
+                "3",
+                "--algo",
+            )
+        ),
         [Collector("training", "training", collect_training)],
     )
     result = out["training"]
@@ -157,5 +171,4 @@ def test_seeds_and_topology_enter_the_dna_output_paths_do_not() -> None:
     base = dna("--seed", "1", "--tp", "2")
     assert dna("--seed", "2", "--tp", "2")["training"] != base["training"]
     assert dna("--seed", "1", "--tp", "4")["training"] != base["training"]
-    assert dna("--seed", "1", "--tp", "2", "--output-dir", "/tmp/x")["training"] == \
-        base["training"]
+    assert dna("--seed", "1", "--tp", "2", "--output-dir", "/tmp/x")["training"] == base["training"]

@@ -32,73 +32,161 @@ CASES: dict[str, dict[str, Any]] = {
         **BASE,
         "command": {"argv": ["python", "train.py", "--lr", "0.0003"], "cwd": "<HOME>/relax"},
         "code": {
-            "relax": {"commit": COMMIT_A, "branch": "main", "dirty": True,
-                      "remote": "https://github.com/example/relax.git",
-                      "patch": {"digest": PATCH, "size": 1234, "text": "diff --git a/x b/x\n"}},
+            "relax": {
+                "commit": COMMIT_A,
+                "branch": "main",
+                "dirty": True,
+                "remote": "https://github.com/example/relax.git",
+                "patch": {"digest": PATCH, "size": 1234, "text": "diff --git a/x b/x\n"},
+            },
             "megatron": {"commit": COMMIT_B, "branch": None, "detached": True, "dirty": False},
         },
         "config": {
-            "resolved_args": {"lr": 0.0003, "global_batch_size": 16, "seed": 1234,
-                              "output_dir": "/ckpt/run7", "tensorboard_dir": "/ckpt/run7/tb",
-                              "data_path": "/data/imagenet", "run_name": "grpo-7",
-                              "wandb_project": "relax"},
-            "selected_env": {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_DEBUG": "INFO",
-                             "SLURM_JOB_ID": "4242", "SLURM_NNODES": "2"},
+            "resolved_args": {
+                "lr": 0.0003,
+                "global_batch_size": 16,
+                "seed": 1234,
+                "output_dir": "/ckpt/run7",
+                "tensorboard_dir": "/ckpt/run7/tb",
+                "data_path": "/data/imagenet",
+                "run_name": "grpo-7",
+                "wandb_project": "relax",
+            },
+            "selected_env": {
+                "CUDA_VISIBLE_DEVICES": "0,1",
+                "NCCL_DEBUG": "INFO",
+                "SLURM_JOB_ID": "4242",
+                "SLURM_NNODES": "2",
+            },
         },
-        "training": {"algorithm": "grpo", "parallel_topology": {"tensor": 2, "pipeline": 1},
-                     "global_batch_size": 16, "seeds": {"seed": 1234}},
-        "environment": {"python_version": "3.12.3", "python_implementation": "CPython",
-                        "packages": {"torch": "2.11.0+cu129", "ray": "2.56.0"},
-                        "kernel": "6.1.0-18-amd64", "os": "Debian GNU/Linux 12 (bookworm)",
-                        "glibc": "2.36", "python_executable": "/opt/venv/bin/python"},
+        "training": {
+            "algorithm": "grpo",
+            "parallel_topology": {"tensor": 2, "pipeline": 1},
+            "global_batch_size": 16,
+            "seeds": {"seed": 1234},
+        },
+        "environment": {
+            "python_version": "3.12.3",
+            "python_implementation": "CPython",
+            "packages": {"torch": "2.11.0+cu129", "ray": "2.56.0"},
+            "kernel": "6.1.0-18-amd64",
+            "os": "Debian GNU/Linux 12 (bookworm)",
+            "glibc": "2.36",
+            "python_executable": "/opt/venv/bin/python",
+        },
         "hardware": {
-            "gpus": [{"name": "NVIDIA H100 80GB HBM3", "memory_gb": 79.6,
-                      "vbios_version": "96.00.89.00.01", "uuid": "GPU-5c1b2b7e-aaaa",
-                      "pci_bus_id": "00000000:19:00.0", "pcie_gen_current": 1, "pcie_gen_max": 5}],
-            "gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 1,
-            "driver_version": "550.54.15", "cuda_version": "12.4", "nccl_version": "2.23.4",
-            "cpu_model": "Intel(R) Xeon(R) Platinum 8480+", "memory_gb": 2015.5,
+            "gpus": [
+                {
+                    "name": "NVIDIA H100 80GB HBM3",
+                    "memory_gb": 79.6,
+                    "vbios_version": "96.00.89.00.01",
+                    "uuid": "GPU-5c1b2b7e-aaaa",
+                    "pci_bus_id": "00000000:19:00.0",
+                    "pcie_gen_current": 1,
+                    "pcie_gen_max": 5,
+                }
+            ],
+            "gpu_model": "NVIDIA H100 80GB HBM3",
+            "gpu_count": 1,
+            "driver_version": "550.54.15",
+            "cuda_version": "12.4",
+            "nccl_version": "2.23.4",
+            "cpu_model": "Intel(R) Xeon(R) Platinum 8480+",
+            "memory_gb": 2015.5,
         },
-        "runtime": {"mode": "multi_node_ray", "node_count": 2, "nodes": [
-            {"role": "worker", "node_id": "bbbb", "address": "10.0.0.2",
-             "resources": {"CPU": 96.0, "GPU": 8.0, "node:10.0.0.2": 1.0, "memory": 1.5e12}},
-            {"role": "head", "node_id": "aaaa", "address": "10.0.0.1",
-             "resources": {"CPU": 96.0, "GPU": 8.0, "node:__internal_head__": 1.0}},
-        ]},
-        "data": {"datasets": [
-            {"root": "/data/imagenet", "digest": PATCH, "files": 3, "bytes": 99},
-        ]},
+        "runtime": {
+            "mode": "multi_node_ray",
+            "node_count": 2,
+            "nodes": [
+                {
+                    "role": "worker",
+                    "node_id": "bbbb",
+                    "address": "10.0.0.2",
+                    "resources": {"CPU": 96.0, "GPU": 8.0, "node:10.0.0.2": 1.0, "memory": 1.5e12},
+                },
+                {
+                    "role": "head",
+                    "node_id": "aaaa",
+                    "address": "10.0.0.1",
+                    "resources": {"CPU": 96.0, "GPU": 8.0, "node:__internal_head__": 1.0},
+                },
+            ],
+        },
+        "data": {
+            "datasets": [
+                {"root": "/data/imagenet", "digest": PATCH, "files": 3, "bytes": 99},
+            ]
+        },
         "metrics": {"val_loss": 0.25},
     },
     "per_run_rules": {
         **BASE,
         "config": {
-            "resolved_args": {"output_dir": ".", "train_file": "./data/train.json",
-                              "save_dir": "/ckpt/r1", "eval_path": "/ckpt/r1/eval",
-                              "api_key": "***", "store": "/srv/expdna", "lr": 2.0},
+            "resolved_args": {
+                "output_dir": ".",
+                "train_file": "./data/train.json",
+                "save_dir": "/ckpt/r1",
+                "eval_path": "/ckpt/r1/eval",
+                "api_key": "***",
+                "store": "/srv/expdna",
+                "lr": 2.0,
+            },
             "selected_env": {"HF_TOKEN": "hf_***", "NCCL_ALGO": "Ring", "MASTER_PORT": "29500"},
         },
-        "environment": {"python_version": "3.11.7", "container": "docker",
-                        "framework": {"torch": {"version": "2.13.0",
-                                                "build": {"cuda": "12.4"},
-                                                "loaded": {"config_digest": PATCH,
-                                                           "determinism": {
-                                                               "initial_seed": 99,
-                                                               "deterministic_algorithms": True,
-                                                           }}}}},
-        "hardware": {"gpu_source": "nvidia-smi-csv", "cuda_version_source": "torch",
-                     "gpus": [{"name": "NVIDIA H200", "power_limit_w": 700.0,
-                               "compute_capability": "9.0", "pcie_gen_max": 5,
-                               "pcie_gen_current": 1}]},
-        "data": {"datasets": [{"root": "/data/x", "digest": PATCH, "files": 1, "bytes": 5,
-                               "listing": [["a.txt", 5, PATCH]],
-                               "tables": [{"path": "a.parquet", "rows": 3}]}]},
+        "environment": {
+            "python_version": "3.11.7",
+            "container": "docker",
+            "framework": {
+                "torch": {
+                    "version": "2.13.0",
+                    "build": {"cuda": "12.4"},
+                    "loaded": {
+                        "config_digest": PATCH,
+                        "determinism": {
+                            "initial_seed": 99,
+                            "deterministic_algorithms": True,
+                        },
+                    },
+                }
+            },
+        },
+        "hardware": {
+            "gpu_source": "nvidia-smi-csv",
+            "cuda_version_source": "torch",
+            "gpus": [
+                {
+                    "name": "NVIDIA H200",
+                    "power_limit_w": 700.0,
+                    "compute_capability": "9.0",
+                    "pcie_gen_max": 5,
+                    "pcie_gen_current": 1,
+                }
+            ],
+        },
+        "data": {
+            "datasets": [
+                {
+                    "root": "/data/x",
+                    "digest": PATCH,
+                    "files": 1,
+                    "bytes": 5,
+                    "listing": [["a.txt", 5, PATCH]],
+                    "tables": [{"path": "a.parquet", "rows": 3}],
+                }
+            ]
+        },
     },
     "dna_ignore_and_special_numbers": {
         **BASE,
-        "config": {"resolved_args": {"seed": 2**63 - 1, "lr": 1e-7, "warmup": 0.0,
-                                     "max_norm": float("inf")},
-                   "dna_ignore": ["config.resolved_args.seed"]},
+        "config": {
+            "resolved_args": {
+                "seed": 2**63 - 1,
+                "lr": 1e-7,
+                "warmup": 0.0,
+                "max_norm": float("inf"),
+            },
+            "dna_ignore": ["config.resolved_args.seed"],
+        },
         "training": {"seeds": {"seed": 7}},
     },
 }

@@ -12,8 +12,21 @@ from expdna.collectors import CollectContext, Collector, NotAvailable
 
 #: The flags worth recording (x86 and arm64 names), in this order.
 WANTED = (
-    "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16",
-    "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve", "sve2",
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+    "asimd",
+    "sve",
+    "sve2",
 )
 
 

@@ -38,11 +38,17 @@ class _Group(click.Group):
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="expdna")
 @click.option(
-    "--store", "store", envvar="EXPDNA_STORE", metavar="DIR",
+    "--store",
+    "store",
+    envvar="EXPDNA_STORE",
+    metavar="DIR",
     help="Store directory (env EXPDNA_STORE; default: the user data dir, ~/.local/share/expdna).",
 )
 @click.option(
-    "--index-url", "index_url", envvar="EXPDNA_INDEX_URL", metavar="URL",
+    "--index-url",
+    "index_url",
+    envvar="EXPDNA_INDEX_URL",
+    metavar="URL",
     help="Shared index, postgresql+psycopg://USER@HOST/DB (env EXPDNA_INDEX_URL); default: "
     "SQLite inside the store.",
 )
@@ -71,9 +77,21 @@ cli.add_command(diff_command)
 cli.add_command(rerun_command)
 cli.add_command(data_group)
 cli.add_command(stability_command)
-for _store_command in (record_command, show_command, runs_command, twins_command,
-                       find_command, fsck_command, gc_command, db_group, pin_command,
-                       which_command, lineage_command, link_command, export_command):
+for _store_command in (
+    record_command,
+    show_command,
+    runs_command,
+    twins_command,
+    find_command,
+    fsck_command,
+    gc_command,
+    db_group,
+    pin_command,
+    which_command,
+    lineage_command,
+    link_command,
+    export_command,
+):
     cli.add_command(_store_command)
 
 

@@ -52,8 +52,9 @@ def check_command(
     that cannot be read here. Exit 0 without FAIL, 1 with any FAIL.
     """
     options = ctx.find_root().obj or {}
-    recorded = load_manifests([str(manifest)], store_dir=options.get("store"),
-                              index_url=options.get("index_url"))[0]
+    recorded = load_manifests(
+        [str(manifest)], store_dir=options.get("store"), index_url=options.get("index_url")
+    )[0]
     report = check_live(recorded, cwd=Path.cwd(), repos=repos)
     if as_json:
         emit_json(report.to_dict())

@@ -126,19 +126,32 @@ def data_group() -> None:
 @data_group.command("verify")
 @click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
 @click.option(
-    "--data-root", "data_roots", multiple=True, metavar="OLD=NEW", callback=_parse_roots,
+    "--data-root",
+    "data_roots",
+    multiple=True,
+    metavar="OLD=NEW",
+    callback=_parse_roots,
     help="Look for datasets recorded under OLD in NEW instead (repeatable).",
 )
-@click.option("--no-cache", "no_cache", is_flag=True,
-              help="Hash every file again instead of trusting the digest cache.")
 @click.option(
-    "--json", "as_json", is_flag=True,
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
+    help="Hash every file again instead of trusting the digest cache.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
     help='Print {"ok", "datasets": [{"root", "path", "status", "recorded", "current", '
     '"detail", "changed", "missing", "new", "note"}]}.',
 )
 @click.pass_context
 def verify_command(
-    ctx: click.Context, manifest: Path, data_roots: list[tuple[str, str]], no_cache: bool,
+    ctx: click.Context,
+    manifest: Path,
+    data_roots: list[tuple[str, str]],
+    no_cache: bool,
     as_json: bool,
 ) -> None:
     """Re-digest every dataset MANIFEST recorded; exit 1 naming each file that differs.
@@ -153,7 +166,10 @@ def verify_command(
     datasets = recorded.to_dict()["data"]["datasets"]
     store = (ctx.obj or {}).get("store") or os.environ.get("EXPDNA_STORE")
     report = verify_data(
-        datasets, data_roots=data_roots, use_cache=not no_cache, progress=tty_progress(),
+        datasets,
+        data_roots=data_roots,
+        use_cache=not no_cache,
+        progress=tty_progress(),
         listing_source=_store_listings(store),
     )
     if as_json:
@@ -164,6 +180,9 @@ def verify_command(
                 click.echo(line)
         bad = sum(check.status != "ok" for check in report.datasets)
         total = len(report.datasets)
-        click.echo(f"verdict: MISMATCH ({bad} of {total} datasets)" if bad
-                   else f"verdict: OK ({total} dataset{'s' if total != 1 else ''} match)")
+        click.echo(
+            f"verdict: MISMATCH ({bad} of {total} datasets)"
+            if bad
+            else f"verdict: OK ({total} dataset{'s' if total != 1 else ''} match)"
+        )
     ctx.exit(0 if report.ok else 1)

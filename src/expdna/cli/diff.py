@@ -67,8 +67,9 @@ def diff_command(ctx: click.Context, a: Path, b: Path, as_json: bool) -> None:
     WARN for versions, INFO otherwise. Exit 0 when the DNAs are equal, 1 when they differ.
     """
     options = ctx.find_root().obj or {}
-    first, second = load_manifests([str(a), str(b)], store_dir=options.get("store"),
-                                   index_url=options.get("index_url"))
+    first, second = load_manifests(
+        [str(a), str(b)], store_dir=options.get("store"), index_url=options.get("index_url")
+    )
     report = diff_manifests(first, second)
     for path, stale, stored, actual in zip(
         (a, b), report.stale(), report.stored_dna, report.dna, strict=True

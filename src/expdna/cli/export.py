@@ -11,10 +11,21 @@ from expdna.store.prepare import parse_time
 
 
 @click.command("export")
-@click.option("--parquet", "parquet", required=True, type=click.Path(path_type=Path),
-              metavar="FILE", help="Write a Parquet file (replaced atomically).")
-@click.option("--where", "where", multiple=True, metavar="PATH=VALUE",
-              help="Only runs where a manifest leaf holds VALUE (repeatable: all must hold).")
+@click.option(
+    "--parquet",
+    "parquet",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="Write a Parquet file (replaced atomically).",
+)
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="Only runs where a manifest leaf holds VALUE (repeatable: all must hold).",
+)
 @click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
 @click.pass_context
 def export_command(

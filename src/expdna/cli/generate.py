@@ -15,33 +15,57 @@ from expdna.manifest.dna import short
 
 @click.command("generate")
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), metavar="PATH",
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
     help="Manifest file to write, or a directory for the default name "
     "(default: ./manifest_<run_id>.json).",
 )
 @click.option(
-    "--repo", "repos", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+    "--repo",
+    "repos",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
     help="Another git repository to record (repeatable); the one containing cwd is always in.",
 )
 @click.option(
-    "--data", "data", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+    "--data",
+    "data",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
     help="A data file or directory to digest (repeatable).",
 )
 @click.option(
-    "--dna-ignore", "dna_ignore", multiple=True, metavar="GLOB",
+    "--dna-ignore",
+    "dna_ignore",
+    multiple=True,
+    metavar="GLOB",
     help="Leave dotted paths matching GLOB out of the DNA, e.g. 'config.resolved_args.seed'.",
 )
 @click.option(
-    "--deadline", type=click.FloatRange(min=0.1), default=4.0, show_default=True,
-    metavar="SECONDS", help="Time each collector gets before it is abandoned.",
+    "--deadline",
+    type=click.FloatRange(min=0.1),
+    default=4.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time each collector gets before it is abandoned.",
 )
 @click.option(
-    "--no-cache", "no_cache", is_flag=True,
+    "--no-cache",
+    "no_cache",
+    is_flag=True,
     help="Hash every --data file again instead of trusting the digest cache.",
 )
 @click.option("--json", "as_json", is_flag=True, help='Print {"path", "run_id", "dna"}.')
-@click.option("--record", "record", is_flag=True,
-              help="Also record the manifest into the store (--store, --index-url).")
+@click.option(
+    "--record",
+    "record",
+    is_flag=True,
+    help="Also record the manifest into the store (--store, --index-url).",
+)
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGV...]")
 @click.pass_context
 def generate_command(
@@ -62,8 +86,14 @@ def generate_command(
     config. Without it the manifest describes the environment alone.
     """
     path, manifest = generate(
-        argv, output=output, repos=repos, data=data, deadline_s=deadline, dna_ignore=dna_ignore,
-        use_cache=not no_cache, progress=tty_progress(),
+        argv,
+        output=output,
+        repos=repos,
+        data=data,
+        deadline_s=deadline,
+        dna_ignore=dna_ignore,
+        use_cache=not no_cache,
+        progress=tty_progress(),
     )
     assert manifest.dna is not None
     if record:

@@ -36,9 +36,13 @@ def render(report: LineageReport) -> list[str]:
 
 @click.command("lineage")
 @click.argument("ref", metavar="RUN")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON array of edges: run_id, dna, generated_at, direction, depth, "
-              "relation, parent, child, source.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON array of edges: run_id, dna, generated_at, direction, depth, "
+    "relation, parent, child, source.",
+)
 @click.pass_context
 def lineage_command(ctx: click.Context, ref: str, as_json: bool) -> None:
     """Ancestors and descendants of a run (a run id or DNA prefix), transitively.
@@ -58,8 +62,9 @@ def lineage_command(ctx: click.Context, ref: str, as_json: bool) -> None:
 @click.command("link")
 @click.argument("parent", metavar="PARENT")
 @click.argument("child", metavar="CHILD")
-@click.option("--as", "relation", required=True, type=click.Choice(RELATIONS),
-              help="CHILD <relation> PARENT.")
+@click.option(
+    "--as", "relation", required=True, type=click.Choice(RELATIONS), help="CHILD <relation> PARENT."
+)
 @click.pass_context
 def link_command(ctx: click.Context, parent: str, child: str, relation: str) -> None:
     """Record that CHILD resumed from, reran or derives from PARENT (both recorded runs)."""

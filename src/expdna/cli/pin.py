@@ -29,10 +29,16 @@ def pin_table(found: Sequence[PinRecord]) -> list[str]:
 
 
 @click.command("pin")
-@click.argument("checkpoint", type=click.Path(path_type=Path, exists=True, dir_okay=False),
-                metavar="CHECKPOINT")
-@click.option("--run", "run", required=True, metavar="RUN",
-              help="The run that made it: a run id or a DNA prefix (>= 6 hex).")
+@click.argument(
+    "checkpoint", type=click.Path(path_type=Path, exists=True, dir_okay=False), metavar="CHECKPOINT"
+)
+@click.option(
+    "--run",
+    "run",
+    required=True,
+    metavar="RUN",
+    help="The run that made it: a run id or a DNA prefix (>= 6 hex).",
+)
 @click.option("--name", metavar="NAME", help="A name to find it by (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the pin as a JSON array.")
 @click.pass_context
@@ -57,8 +63,12 @@ def pin_command(
 
 @click.command("which")
 @click.argument("target", metavar="CHECKPOINT|NAME")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON array, newest first: run_id, dna, name, matches, digest...")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON array, newest first: run_id, dna, name, matches, digest...",
+)
 @click.pass_context
 def which_command(ctx: click.Context, target: str, as_json: bool) -> None:
     """Which run(s) made this checkpoint? A file is looked up by its content, so a renamed

@@ -18,8 +18,15 @@ from expdna.manifest.io import load_manifest, serialise
 from expdna.store.entities import RunRecord, RunSummary, iso
 from expdna.store.prepare import parse_time
 
-_COLUMNS = (("RUN", 30), ("DNA", 12), ("GENERATED", 20), ("COMMIT", 7), ("ALGORITHM", 10),
-            ("GPU", 24), ("DRIVER", 0))
+_COLUMNS = (
+    ("RUN", 30),
+    ("DNA", 12),
+    ("GENERATED", 20),
+    ("COMMIT", 7),
+    ("ALGORITHM", 10),
+    ("GPU", 24),
+    ("DRIVER", 0),
+)
 
 
 def _cell(value: str | None, width: int) -> str:
@@ -32,8 +39,15 @@ def _cell(value: str | None, width: int) -> str:
 def table(runs: Sequence[RunSummary]) -> list[str]:
     lines = ["  ".join(_cell(name, width) for name, width in _COLUMNS).rstrip()]
     for run in runs:
-        cells = (run.run_id, short(run.dna), iso(run.generated_at), (run.commit or "")[:7],
-                 run.algorithm, run.gpu_model, run.driver_version)
+        cells = (
+            run.run_id,
+            short(run.dna),
+            iso(run.generated_at),
+            (run.commit or "")[:7],
+            run.algorithm,
+            run.gpu_model,
+            run.driver_version,
+        )
         lines.append(
             "  ".join(_cell(c, w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)).rstrip()
         )
@@ -55,10 +69,13 @@ def emit_runs(ctx: click.Context, runs: Sequence[RunSummary], as_json: bool) -> 
 def summary(record: RunRecord) -> list[str]:
     gpu = record.gpu_model or "-"
     stack = ", ".join(
-        f"{name} {value}" for name, value in (
-            ("driver", record.driver_version), ("CUDA", record.cuda_version),
+        f"{name} {value}"
+        for name, value in (
+            ("driver", record.driver_version),
+            ("CUDA", record.cuda_version),
             ("NCCL", record.nccl_version),
-        ) if value
+        )
+        if value
     )
     lines = [
         f"run        {record.run_id}",
@@ -77,12 +94,18 @@ def summary(record: RunRecord) -> list[str]:
 
 @click.command("show")
 @click.argument("ref", metavar="RUN|DNA-PREFIX")
-@click.option("--inline", is_flag=True,
-              help="Print the self-contained manifest file (patch texts inline).")
-@click.option("--manifest", "as_stored", is_flag=True,
-              help="Print the manifest as stored (patch texts referenced by digest).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON array with the run's index record.")
+@click.option(
+    "--inline", is_flag=True, help="Print the self-contained manifest file (patch texts inline)."
+)
+@click.option(
+    "--manifest",
+    "as_stored",
+    is_flag=True,
+    help="Print the manifest as stored (patch texts referenced by digest).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print a JSON array with the run's index record."
+)
 @click.pass_context
 def show_command(
     ctx: click.Context, ref: str, inline: bool, as_stored: bool, as_json: bool
@@ -107,16 +130,30 @@ def show_command(
 
 @click.command("runs")
 @click.option("--dna", "dna_prefix", metavar="PREFIX", help="Only runs whose DNA starts so.")
-@click.option("--where", "where", multiple=True, metavar="PATH=VALUE",
-              help="A manifest leaf, e.g. training.algorithm=grpo (repeatable: all must hold).")
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="A manifest leaf, e.g. training.algorithm=grpo (repeatable: all must hold).",
+)
 @click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
-@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
-              help="At most N runs, newest first (0: all).")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=50,
+    show_default=True,
+    help="At most N runs, newest first (0: all).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
 @click.pass_context
 def runs_command(
-    ctx: click.Context, dna_prefix: str | None, where: tuple[str, ...], since: str | None,
-    limit: int, as_json: bool,
+    ctx: click.Context,
+    dna_prefix: str | None,
+    where: tuple[str, ...],
+    since: str | None,
+    limit: int,
+    as_json: bool,
 ) -> None:
     """List recorded runs, newest first."""
     from expdna.store.queries import parse_where
@@ -124,8 +161,9 @@ def runs_command(
     filters = [parse_where(w) for w in where]
     moment = parse_time(since, "--since") if since is not None else None
     with open_store(ctx) as store:
-        runs = store.runs(dna_prefix=dna_prefix, where=filters, since=moment,
-                          limit=limit + 1 if limit else None)
+        runs = store.runs(
+            dna_prefix=dna_prefix, where=filters, since=moment, limit=limit + 1 if limit else None
+        )
     if limit and len(runs) > limit:
         runs = runs[:limit]
         click.echo(f"(newest {limit} shown; --limit 0 for all)", err=True)
@@ -150,14 +188,25 @@ def twins_command(ctx: click.Context, ref: str, as_json: bool) -> None:
 @click.option("--gpu", multiple=True, metavar="MODEL", help="GPU model name (exact).")
 @click.option("--cuda", multiple=True, metavar="V", help="CUDA version.")
 @click.option("--nccl", multiple=True, metavar="V", help="NCCL version.")
-@click.option("--where", "where", multiple=True, metavar="PATH=VALUE",
-              help="Any manifest leaf; list indexes dropped (hardware.gpus.name=...).")
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="PATH=VALUE",
+    help="Any manifest leaf; list indexes dropped (hardware.gpus.name=...).",
+)
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
 @click.pass_context
 def find_command(
-    ctx: click.Context, vbios: tuple[str, ...], driver: tuple[str, ...], gpu: tuple[str, ...],
-    cuda: tuple[str, ...], nccl: tuple[str, ...], where: tuple[str, ...], limit: int | None,
+    ctx: click.Context,
+    vbios: tuple[str, ...],
+    driver: tuple[str, ...],
+    gpu: tuple[str, ...],
+    cuda: tuple[str, ...],
+    nccl: tuple[str, ...],
+    where: tuple[str, ...],
+    limit: int | None,
     as_json: bool,
 ) -> None:
     """Runs matching every filter given (filters AND together), newest first.

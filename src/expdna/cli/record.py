@@ -24,11 +24,18 @@ def result_line(result: RecordResult) -> str:
 @click.command("record")
 @click.argument("manifests", nargs=-1, type=click.Path(path_type=Path), metavar="MANIFEST...")
 @click.option(
-    "--scan", "scan", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+    "--scan",
+    "scan",
+    type=click.Path(path_type=Path, file_okay=False),
+    metavar="DIR",
     help="Record every manifest_*.json below DIR (already recorded runs are skipped).",
 )
-@click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON array: run_id, dna, generated_at, status, source, message.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print a JSON array: run_id, dna, generated_at, status, source, message.",
+)
 @click.pass_context
 def record_command(
     ctx: click.Context, manifests: tuple[Path, ...], scan: Path | None, as_json: bool
@@ -50,8 +57,9 @@ def record_command(
         else:
             loaded = [load_manifest(path) for path in manifests]
             # one batch: every file is checked before anything is written
-            results = store.record_many(loaded, sources=[str(p) for p in manifests],
-                                        batch_size=len(loaded))
+            results = store.record_many(
+                loaded, sources=[str(p) for p in manifests], batch_size=len(loaded)
+            )
     failed = [r for r in results if r.status in ("failed", "conflict")]
     if as_json:
         emit_json([r.to_dict() for r in results])

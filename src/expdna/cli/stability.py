@@ -22,8 +22,10 @@ def _number(value: float | None) -> str:
 
 
 def _row(stats: MetricStats) -> tuple[str, ...]:
-    return (str(stats.n), *(_number(v) for v in (stats.mean, stats.std, stats.min,
-                                                   stats.max, stats.cv)))
+    return (
+        str(stats.n),
+        *(_number(v) for v in (stats.mean, stats.std, stats.min, stats.max, stats.cv)),
+    )
 
 
 def render(report: Stability) -> list[str]:
@@ -47,17 +49,30 @@ def render(report: Stability) -> list[str]:
 
 @click.command("stability")
 @click.argument("ref", metavar="DNA-PREFIX|RUN")
-@click.option("--metric", "metric_names", multiple=True, metavar="NAME",
-              help="Only this metric (repeatable; nested ones dotted: reward.mean). "
-              "Default: every metric the runs reported.")
-@click.option("--ignore", "ignore", multiple=True, metavar="DOTTED.PATH",
-              help="Also pool runs whose DNA differs only here (a dna_ignore glob, "
-              "repeatable). A seed is recorded twice: --ignore config.resolved_args.seed "
-              "--ignore training.seeds.seed.")
+@click.option(
+    "--metric",
+    "metric_names",
+    multiple=True,
+    metavar="NAME",
+    help="Only this metric (repeatable; nested ones dotted: reward.mean). "
+    "Default: every metric the runs reported.",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="DOTTED.PATH",
+    help="Also pool runs whose DNA differs only here (a dna_ignore glob, "
+    "repeatable). A seed is recorded twice: --ignore config.resolved_args.seed "
+    "--ignore training.seeds.seed.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @click.pass_context
 def stability_command(
-    ctx: click.Context, ref: str, metric_names: tuple[str, ...], ignore: tuple[str, ...],
+    ctx: click.Context,
+    ref: str,
+    metric_names: tuple[str, ...],
+    ignore: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Per metric: runs, mean, sample std, min, max and CV over every run of one DNA.
@@ -69,8 +84,11 @@ def stability_command(
     with open_store(ctx) as store:
         report = stability(store, ref, metrics=metric_names, ignore=ignore)
     for pattern in report.unmatched:
-        click.echo(f"expdna: warning: --ignore {pattern} removes nothing from the DNA of "
-                   f"{short(report.dna)}", err=True)
+        click.echo(
+            f"expdna: warning: --ignore {pattern} removes nothing from the DNA of "
+            f"{short(report.dna)}",
+            err=True,
+        )
     if not report.metrics:
         asked = ", ".join(report.missing) if report.missing else "a metric"
         if as_json:

@@ -48,7 +48,11 @@ def fsck_command(ctx: click.Context) -> None:
 @click.command("gc")
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @click.option(
-    "--grace", "grace_s", type=click.FloatRange(min=0), default=3600.0, show_default=True,
+    "--grace",
+    "grace_s",
+    type=click.FloatRange(min=0),
+    default=3600.0,
+    show_default=True,
     metavar="SECONDS",
     help="Keep unreferenced objects younger than this: a recorder may be about to use them.",
 )

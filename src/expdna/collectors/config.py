@@ -10,7 +10,14 @@ from expdna.collectors.context import CollectContext
 
 #: Environment variables are collected only by these prefixes or exact names.
 ENV_PREFIXES: tuple[str, ...] = (
-    "CUDA_", "NCCL_", "RAY_", "SLURM_", "HF_", "SGLANG_", "TORCH_", "PYTORCH_",
+    "CUDA_",
+    "NCCL_",
+    "RAY_",
+    "SLURM_",
+    "HF_",
+    "SGLANG_",
+    "TORCH_",
+    "PYTORCH_",
 )
 ENV_NAMES: frozenset[str] = frozenset(
     {"PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "OMP_NUM_THREADS"}
@@ -52,13 +59,13 @@ def script_argv(argv: Sequence[str]) -> list[str]:
     while i < len(words):
         word = words[i]
         if word in ("-m", "-c"):
-            return words[i + 2:]
+            return words[i + 2 :]
         if word in _PYTHON_OPTIONS_WITH_VALUE:
             i += 2
         elif word.startswith("-") and word != "-":
             i += 1
         else:
-            return words[i + 1:]
+            return words[i + 1 :]
     return []
 
 
@@ -116,7 +123,5 @@ def select_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def collect_config(ctx: CollectContext) -> dict[str, Any]:
-    resolved = (
-        dict(ctx.resolved_args) if ctx.resolved_args is not None else parse_args(ctx.argv)
-    )
+    resolved = dict(ctx.resolved_args) if ctx.resolved_args is not None else parse_args(ctx.argv)
     return {"resolved_args": resolved, "selected_env": select_env(ctx.environ)}

@@ -185,8 +185,15 @@ def _walk(root: Path, scan: Scan) -> list[Item]:
     return found
 
 
-def _list_dir(scan: Scan, prefix: str, directory: str, fd: int | None, found: list[Item],
-              stack: list[tuple[str, str]], seen: set[tuple[int, int]]) -> None:
+def _list_dir(
+    scan: Scan,
+    prefix: str,
+    directory: str,
+    fd: int | None,
+    found: list[Item],
+    stack: list[tuple[str, str]],
+    seen: set[tuple[int, int]],
+) -> None:
     """Add one directory's regular files to ``found`` and its new subdirectories to
     ``stack``. This loop is most of a cached re-verify, so it inlines what it can."""
     append = found.append
@@ -208,8 +215,16 @@ def _list_dir(scan: Scan, prefix: str, directory: str, fd: int | None, found: li
                 ino = st.st_ino
                 if ino >= _I64:  # SQLite integers are signed 64-bit
                     ino -= 1 << 64
-                append((prefix + entry.name,
-                        st.st_dev, ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+                append(
+                    (
+                        prefix + entry.name,
+                        st.st_dev,
+                        ino,
+                        st.st_size,
+                        st.st_mtime_ns,
+                        st.st_ctime_ns,
+                    )
+                )
             elif kind == _S_IFDIR:
                 if (st.st_dev, st.st_ino) not in seen:
                     seen.add((st.st_dev, st.st_ino))
@@ -231,8 +246,9 @@ def _key(st: os.stat_result) -> StatKey:
 class _Meter:
     """Counts hashed bytes, reports progress now and then, and enforces a stop time."""
 
-    def __init__(self, root: str, files: int, total: int, progress: ProgressFn | None,
-                 stop_at: float | None) -> None:
+    def __init__(
+        self, root: str, files: int, total: int, progress: ProgressFn | None, stop_at: float | None
+    ) -> None:
         self.root, self.files_total, self.bytes_total = root, files, total
         self.progress, self.stop_at = progress, stop_at
         self.files = self.bytes = 0
@@ -258,12 +274,16 @@ class _Meter:
 
     def report(self, done: bool) -> None:
         if self.progress is not None:
-            self.progress(Progress(self.root, self.files, self.files_total, self.bytes,
-                                   self.bytes_total, done))
+            self.progress(
+                Progress(
+                    self.root, self.files, self.files_total, self.bytes, self.bytes_total, done
+                )
+            )
 
 
-def _hash_missing(scan: Scan, found: list[str | None], todo: list[int], meter: _Meter,
-                  sizes: dict[int, int]) -> None:
+def _hash_missing(
+    scan: Scan, found: list[str | None], todo: list[int], meter: _Meter, sizes: dict[int, int]
+) -> None:
     """Hash the files the cache did not answer for; stops cleanly at the deadline."""
     try:
         for i in todo:
@@ -312,9 +332,7 @@ def digest_root(
             scan.cached = len(items)
             return scan
     keys: list[StatKey] = [item[1:] for item in items]
-    found: list[str | None] = (
-        cache.lookup(keys) if cache is not None else [None] * len(items)
-    )
+    found: list[str | None] = cache.lookup(keys) if cache is not None else [None] * len(items)
     todo = [i for i, hexd in enumerate(found) if hexd is None]
     sizes: dict[int, int] = {}
     if todo:
@@ -330,8 +348,10 @@ def digest_root(
     scan._rows = rows
     if cache is not None:
         # A file that changed size while read, or a racy one, is not vouched for.
-        cache.store([(keys[i], h) for i in todo
-                     if (h := found[i]) is not None and sizes[i] == keys[i][2]], now_ns)
+        cache.store(
+            [(keys[i], h) for i in todo if (h := found[i]) is not None and sizes[i] == keys[i][2]],
+            now_ns,
+        )
         horizon = now_ns - _racy_window_ns()
         steady = all(sizes.get(i) == keys[i][2] for i in todo) and not any(
             max(key[3], key[4]) >= horizon for key in keys

@@ -49,8 +49,20 @@ LISTINGS_KEPT = 64
 TREES_KEPT = 1024
 BUSY_TIMEOUT_S = 2.0
 #: File systems where SQLite's WAL (shared memory through mmap) is unsafe across hosts.
-_NETWORK_FS = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph",
-               "glusterfs", "9p", "afs")
+_NETWORK_FS = (
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "ceph",
+    "glusterfs",
+    "9p",
+    "afs",
+)
 
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # primary result codes (sqlite3.h)
 
@@ -135,8 +147,9 @@ class DigestCache:
                     continue
                 log.warning("digest cache %s unusable (%s); hashing every file", path, exc)
             except OSError as exc:
-                log.warning("digest cache %s unusable (%s); hashing every file", path,
-                            exc.strerror or exc)
+                log.warning(
+                    "digest cache %s unusable (%s); hashing every file", path, exc.strerror or exc
+                )
         return None
 
     def close(self) -> None:
@@ -153,13 +166,17 @@ class DigestCache:
 
     def _failed(self, exc: sqlite3.Error, doing: str) -> None:
         if _is_corruption(exc):
-            log.warning("digest cache %s is corrupt (%s); removed, it is rebuilt on the "
-                        "next run", self.path, exc)
+            log.warning(
+                "digest cache %s is corrupt (%s); removed, it is rebuilt on the next run",
+                self.path,
+                exc,
+            )
             self.close()
             _remove(self.path)
         else:
-            log.warning("digest cache %s: %s failed (%s); continuing without it",
-                        self.path, doing, exc)
+            log.warning(
+                "digest cache %s: %s failed (%s); continuing without it", self.path, doing, exc
+            )
             self.close()
 
     # -- file digests ------------------------------------------------------------------
@@ -274,9 +291,7 @@ class DigestCache:
         if self._conn is None:
             return
         try:
-            if self._conn.execute(
-                "SELECT 1 FROM listings WHERE digest = ?", (digest,)
-            ).fetchone():
+            if self._conn.execute("SELECT 1 FROM listings WHERE digest = ?", (digest,)).fetchone():
                 return
             packed = zlib.compress(body, 1)
             with _immediate(self._conn):

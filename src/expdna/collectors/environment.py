@@ -37,8 +37,21 @@ __all__ = [
 
 #: Distributions whose versions the manifest lists by name (PEP 503 names).
 KEY_PACKAGES: tuple[str, ...] = (
-    "torch", "ray", "numpy", "transformers", "megatron-core", "deepspeed", "accelerate",
-    "vllm", "sglang", "flash-attn", "triton", "jax", "jaxlib", "torchvision", "pyarrow",
+    "torch",
+    "ray",
+    "numpy",
+    "transformers",
+    "megatron-core",
+    "deepspeed",
+    "accelerate",
+    "vllm",
+    "sglang",
+    "flash-attn",
+    "triton",
+    "jax",
+    "jaxlib",
+    "torchvision",
+    "pyarrow",
     "expdna",
 )
 #: Every distribution whose name starts with one of these is listed too (CUDA wheels).
@@ -55,9 +68,7 @@ def key_packages(
     """The key entries of ``dists`` (name -> version), sorted by name."""
     wanted = {normalize(name) for name in names}
     return {
-        name: dists[name]
-        for name in sorted(dists)
-        if name in wanted or name.startswith(prefixes)
+        name: dists[name] for name in sorted(dists) if name in wanted or name.startswith(prefixes)
     }
 
 

@@ -270,7 +270,8 @@ def _make_patch(
     listed = git(top, "ls-files", "--others", "--exclude-standard", "-z").stdout
     # A trailing slash marks an embedded repository: left to the user, not inlined.
     untracked = [
-        path for path in listed.split(b"\0")
+        path
+        for path in listed.split(b"\0")
         if path and not path.endswith(b"/") and not _OWN_OUTPUT.search(path)
     ]
     with tempfile.TemporaryDirectory(prefix="expdna-git-") as tmp:

@@ -55,7 +55,9 @@ log = logging.getLogger(__name__)
 #: Paths of which one exists wherever an NVIDIA driver can serve CUDA on Linux: the control
 #: node (injected into GPU containers too), the loaded kernel module, WSL2's GPU bridge.
 DRIVER_PATHS: tuple[Path, ...] = (
-    Path("/dev/nvidiactl"), Path("/proc/driver/nvidia"), Path("/dev/dxg"),
+    Path("/dev/nvidiactl"),
+    Path("/proc/driver/nvidia"),
+    Path("/dev/dxg"),
 )
 #: pip wheels that ship the libraries torch (and JAX) load, newest CUDA major first.
 _CUDNN_WHEELS = ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn-cu11")
@@ -169,7 +171,8 @@ def _torch_gpu(index: int, props: Any) -> dict[str, Any]:
         uuid=uuid,
         pci_bus_id=(
             f"{pci[0]:08X}:{pci[1]:02X}:{pci[2]:02X}.0"
-            if all(isinstance(p, int) for p in pci) else None
+            if all(isinstance(p, int) for p in pci)
+            else None
         ),
         compute_capability=f"{major}.{minor}" if major is not None else None,
     )
@@ -297,9 +300,12 @@ def library_versions(torch: ModuleType | None, driver_cuda: str | None) -> dict[
     if cuda[0] is None:
         cuda = _versioned(driver_cuda, "driver")
     return {
-        "cuda_version": cuda[0], "cuda_version_source": cuda[1],
-        "cudnn_version": dotted_version(cudnn[0]), "cudnn_version_source": cudnn[1],
-        "nccl_version": dotted_version(nccl[0]), "nccl_version_source": nccl[1],
+        "cuda_version": cuda[0],
+        "cuda_version_source": cuda[1],
+        "cudnn_version": dotted_version(cudnn[0]),
+        "cudnn_version_source": cudnn[1],
+        "nccl_version": dotted_version(nccl[0]),
+        "nccl_version_source": nccl[1],
     }
 
 

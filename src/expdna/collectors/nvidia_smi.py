@@ -30,17 +30,38 @@ from expdna.collectors.process import Runner
 
 #: The keys of one GPU in ``hardware.gpus``, in the order they are written.
 GPU_KEYS: tuple[str, ...] = (
-    "index", "name", "memory_gb", "uuid", "serial", "pci_bus_id", "vbios_version",
-    "inforom_version", "board_part_number", "pcie_gen_current", "pcie_gen_max",
-    "pcie_width_current", "pcie_width_max", "compute_capability", "mig_mode", "ecc_mode",
+    "index",
+    "name",
+    "memory_gb",
+    "uuid",
+    "serial",
+    "pci_bus_id",
+    "vbios_version",
+    "inforom_version",
+    "board_part_number",
+    "pcie_gen_current",
+    "pcie_gen_max",
+    "pcie_width_current",
+    "pcie_width_max",
+    "compute_capability",
+    "mig_mode",
+    "ecc_mode",
     "power_limit_w",
 )
 
 # What the driver prints for "no value": bare in the XML, bracketed in the CSV.
-_NOT_A_VALUE = frozenset({
-    "", "n/a", "not found", "not supported", "unknown error", "insufficient permissions",
-    "requested functionality has been deprecated", "not available",
-})
+_NOT_A_VALUE = frozenset(
+    {
+        "",
+        "n/a",
+        "not found",
+        "not supported",
+        "unknown error",
+        "insufficient permissions",
+        "requested functionality has been deprecated",
+        "not available",
+    }
+)
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 _DTD = re.compile(r"nvsmi_device_v(\d+)\.dtd")
@@ -142,14 +163,20 @@ CSV_FIELDS: dict[str, tuple[str, Callable[[object], Any]]] = {
     "power_limit_w": ("power.limit", number),
 }
 #: Every field asked for, ``driver_version`` included (it is per row in the CSV).
-QUERY_FIELDS: tuple[str, ...] = (
-    "driver_version", *(query for query, _ in CSV_FIELDS.values())
-)
+QUERY_FIELDS: tuple[str, ...] = ("driver_version", *(query for query, _ in CSV_FIELDS.values()))
 #: Fields every driver since the 2010s knows; the query is never narrowed below these.
-BASE_FIELDS: frozenset[str] = frozenset({
-    "driver_version", "index", "name", "memory.total", "uuid", "serial", "pci.bus_id",
-    "vbios_version",
-})
+BASE_FIELDS: frozenset[str] = frozenset(
+    {
+        "driver_version",
+        "index",
+        "name",
+        "memory.total",
+        "uuid",
+        "serial",
+        "pci.bus_id",
+        "vbios_version",
+    }
+)
 
 
 def _header_name(cell: str) -> str:
@@ -242,13 +269,15 @@ def _gpu_from_xml(position: int, gpu: Element) -> dict[str, Any]:
         mig_mode=_text(gpu, "mig_mode/current_mig"),
         ecc_mode=_text(gpu, "ecc_mode/current_ecc"),
         # <= 525: power_readings/power_limit; 535+: gpu_power_readings/current_power_limit.
-        power_limit_w=number(_text(
-            gpu,
-            "power_readings/power_limit",
-            "power_readings/current_power_limit",
-            "gpu_power_readings/current_power_limit",
-            "gpu_power_readings/power_limit",
-        )),
+        power_limit_w=number(
+            _text(
+                gpu,
+                "power_readings/power_limit",
+                "power_readings/current_power_limit",
+                "gpu_power_readings/current_power_limit",
+                "gpu_power_readings/power_limit",
+            )
+        ),
     )
     return found
 

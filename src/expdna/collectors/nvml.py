@@ -97,9 +97,7 @@ class Nvml:
             pcie_gen_max=self._get("nvmlDeviceGetMaxPcieLinkGeneration", handle),
             pcie_width_current=self._get("nvmlDeviceGetCurrPcieLinkWidth", handle),
             pcie_width_max=self._get("nvmlDeviceGetMaxPcieLinkWidth", handle),
-            compute_capability=(
-                f"{capability[0]}.{capability[1]}" if capability else None
-            ),
+            compute_capability=(f"{capability[0]}.{capability[1]}" if capability else None),
             mig_mode=self._enabled("nvmlDeviceGetMigMode", handle),
             ecc_mode=self._enabled("nvmlDeviceGetEccMode", handle),
             power_limit_w=power_mw / 1000 if isinstance(power_mw, int) else None,

@@ -172,8 +172,9 @@ def run_collectors(
             break
         if finished - started > limits[name] and outcome.status != "timeout":
             # It answered, but after its deadline: the caller was owed the answer sooner.
-            outcome = Outcome("timeout", {}, outcome.duration_ms,
-                              [*outcome.warnings, _missed(limits[name])])
+            outcome = Outcome(
+                "timeout", {}, outcome.duration_ms, [*outcome.warnings, _missed(limits[name])]
+            )
         outcomes[name] = outcome
     elapsed = (time.perf_counter() - started) * 1000
     for collector in chosen:

@@ -33,8 +33,12 @@ FACTS_VERSION = 1
 #: File name suffix -> format. Feather v2 *is* the Arrow IPC file format (Feather v1,
 #: deprecated, has no footer-only reader and gets a warning).
 FORMATS: dict[str, str] = {
-    ".parquet": "parquet", ".parq": "parquet", ".pq": "parquet",
-    ".arrow": "arrow", ".ipc": "arrow", ".feather": "arrow",
+    ".parquet": "parquet",
+    ".parq": "parquet",
+    ".pq": "parquet",
+    ".arrow": "arrow",
+    ".ipc": "arrow",
+    ".feather": "arrow",
 }
 #: Per-file entries up to this many table files in one dataset; above it, one entry per
 #: (format, schema) with totals, so a dataset of 10,000 shards stays a few lines.
@@ -71,8 +75,10 @@ def type_text(t: Any) -> str:
         if getattr(pat, f"is_{name}", lambda _: False)(t):
             return f"{name}<{_child_text(t.value_field)}>"
     if pat.is_dictionary(t):
-        return (f"dictionary<values={type_text(t.value_type)}, indices={t.index_type}, "
-                f"ordered={int(t.ordered)}>")
+        return (
+            f"dictionary<values={type_text(t.value_type)}, indices={t.index_type}, "
+            f"ordered={int(t.ordered)}>"
+        )
     return str(t)
 
 
@@ -89,9 +95,13 @@ def _parquet(path: str) -> dict[str, Any]:
 
     meta = pq.read_metadata(path)
     schema = pq.read_schema(path)
-    return {"format": "parquet", "schema_digest": schema_digest(schema),
-            "rows": meta.num_rows, "row_groups": meta.num_row_groups,
-            "columns": len(schema)}
+    return {
+        "format": "parquet",
+        "schema_digest": schema_digest(schema),
+        "rows": meta.num_rows,
+        "row_groups": meta.num_row_groups,
+        "columns": len(schema),
+    }
 
 
 def _ipc(path: str) -> dict[str, Any]:
@@ -104,9 +114,13 @@ def _ipc(path: str) -> dict[str, Any]:
     # Memory-mapped: count_rows reads each record batch's small header, never its body.
     with pa.memory_map(path) as source:
         reader = ipc.open_file(source)
-        return {"format": "arrow", "schema_digest": schema_digest(reader.schema),
-                "rows": reader.count_rows(), "record_batches": reader.num_record_batches,
-                "columns": len(reader.schema)}
+        return {
+            "format": "arrow",
+            "schema_digest": schema_digest(reader.schema),
+            "rows": reader.count_rows(),
+            "record_batches": reader.num_record_batches,
+            "columns": len(reader.schema),
+        }
 
 
 READERS: dict[str, Callable[[str], dict[str, Any]]] = {"parquet": _parquet, "arrow": _ipc}
@@ -168,8 +182,16 @@ def _grouped(per_file: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for entry in per_file:
         key = (entry["format"], entry["schema_digest"])
-        group = groups.setdefault(key, {"format": key[0], "schema_digest": key[1],
-                                        "columns": entry["columns"], "files": 0, "rows": 0})
+        group = groups.setdefault(
+            key,
+            {
+                "format": key[0],
+                "schema_digest": key[1],
+                "columns": entry["columns"],
+                "files": 0,
+                "rows": 0,
+            },
+        )
         group["files"] += 1
         group["rows"] += entry["rows"]
         for counter in ("row_groups", "record_batches"):

@@ -53,23 +53,36 @@ from expdna.collectors.context import CollectContext, Partial
 TRAINING_FIELDS: dict[str, tuple[str, ...]] = {
     "algorithm": ("algorithm", "algo"),
     "parallel_topology.tensor": (
-        "tensor_model_parallel_size", "tensor_parallel_size", "tp_size", "tp",
+        "tensor_model_parallel_size",
+        "tensor_parallel_size",
+        "tp_size",
+        "tp",
     ),
     "parallel_topology.pipeline": (
-        "pipeline_model_parallel_size", "pipeline_parallel_size", "pp_size", "pp",
+        "pipeline_model_parallel_size",
+        "pipeline_parallel_size",
+        "pp_size",
+        "pp",
     ),
     "parallel_topology.context": ("context_parallel_size", "cp_size", "cp"),
     "parallel_topology.expert": (
-        "expert_model_parallel_size", "expert_parallel_size", "ep_size", "ep",
+        "expert_model_parallel_size",
+        "expert_parallel_size",
+        "ep_size",
+        "ep",
     ),
     "parallel_topology.data": ("data_parallel_size", "dp_size", "dp"),
     "global_batch_size": ("global_batch_size", "train_batch_size", "batch_size"),
     "micro_batch_size": (
-        "micro_batch_size", "train_micro_batch_size_per_gpu", "per_device_train_batch_size",
+        "micro_batch_size",
+        "train_micro_batch_size_per_gpu",
+        "per_device_train_batch_size",
         "micro_batch_size_per_gpu",
     ),
     "gradient_accumulation_steps": (
-        "gradient_accumulation_steps", "accumulate_grad_batches", "grad_accum_steps",
+        "gradient_accumulation_steps",
+        "accumulate_grad_batches",
+        "grad_accum_steps",
     ),
     "seeds.seed": ("seed", "random_seed"),
     "seeds.data_seed": ("data_seed",),
@@ -77,7 +90,9 @@ TRAINING_FIELDS: dict[str, tuple[str, ...]] = {
 
 #: Fields (or groups, ending in ".") whose value must be an integer.
 INTEGER_FIELDS: tuple[str, ...] = (
-    "parallel_topology.", "global_batch_size", "micro_batch_size",
+    "parallel_topology.",
+    "global_batch_size",
+    "micro_batch_size",
     "gradient_accumulation_steps",
 )
 
@@ -96,8 +111,10 @@ def register_training_field(field: str, *names: str, first: bool = False) -> Non
     """
     parts = field.split(".")
     if not names or len(parts) > 2 or not all(parts):
-        raise ValueError(f"register_training_field({field!r}, ...): need 'name' or "
-                         "'group.name' and at least one argument name")
+        raise ValueError(
+            f"register_training_field({field!r}, ...): need 'name' or "
+            "'group.name' and at least one argument name"
+        )
     known = TRAINING_FIELDS.get(field, ())
     given = tuple(dict.fromkeys(_arg_name(n) for n in names))
     if first:  # a known name given again moves to the front with the others
@@ -107,9 +124,7 @@ def register_training_field(field: str, *names: str, first: bool = False) -> Non
 
 
 def _is_integer_field(field: str) -> bool:
-    return any(
-        field.startswith(f) if f.endswith(".") else field == f for f in INTEGER_FIELDS
-    )
+    return any(field.startswith(f) if f.endswith(".") else field == f for f in INTEGER_FIELDS)
 
 
 def _put(section: dict[str, Any], field: str, value: Any) -> None:

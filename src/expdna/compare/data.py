@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from expdna.collectors.digest_cache import DigestCache
 
 
-
 @dataclass
 class DatasetCheck:
     """One recorded dataset against what is on disk now."""
@@ -69,26 +68,29 @@ def resolve_root(recorded: str, data_roots: Sequence[tuple[str, str]]) -> str | 
     for old, new in sorted(data_roots, key=lambda pair: -len(pair[0])):
         base = old.rstrip("/")
         if recorded == base or recorded.startswith(base + "/"):
-            return (new.rstrip("/") + recorded[len(base):]) or "/"
+            return (new.rstrip("/") + recorded[len(base) :]) or "/"
     if recorded == "<HOME>" or recorded.startswith("<HOME>/"):
-        recorded = str(Path.home()) + recorded[len("<HOME>"):]
+        recorded = str(Path.home()) + recorded[len("<HOME>") :]
     if ("<" in recorded and ">" in recorded) or "***" in recorded:
         return None
     return recorded
 
 
 def _recorded_rows(
-    dataset: Mapping[str, Any], digest: str, cache: DigestCache | None,
+    dataset: Mapping[str, Any],
+    digest: str,
+    cache: DigestCache | None,
     listing_source: ListingSource | None,
 ) -> list[Row] | None:
     """The recorded listing, from wherever it is, checked against the recorded digest."""
     blobs: list[Callable[[], bytes | None]] = []
     embedded = dataset.get("listing")
     if isinstance(embedded, list):
+
         def from_manifest() -> bytes | None:
-            rows = [(str(r[0]), int(r[1]), str(r[2]).removeprefix("blake3:"))
-                    for r in embedded]
+            rows = [(str(r[0]), int(r[1]), str(r[2]).removeprefix("blake3:")) for r in embedded]
             return listing_bytes(rows)
+
         blobs.append(from_manifest)
     if cache is not None:
         blobs.append(lambda: cache.listing(digest))
@@ -147,9 +149,11 @@ def verify_dataset(
     old = _recorded_rows(dataset, digest, cache, listing_source)
     if old is None:
         check.detail = "counts"
-        check.note = ("per-file detail needs the recorded listing blob: it is embedded only "
-                      f"for datasets of up to {EMBED_LISTING_FILES} files, and is not in "
-                      "the local cache or a store")
+        check.note = (
+            "per-file detail needs the recorded listing blob: it is embedded only "
+            f"for datasets of up to {EMBED_LISTING_FILES} files, and is not in "
+            "the local cache or a store"
+        )
     else:
         check.detail = "files"
         _diff(check, old, scan.rows)
@@ -171,11 +175,19 @@ def verify_data(
     """
     cache = open_cache(True)
     try:
-        return DataCheck([
-            verify_dataset(d, data_roots=data_roots, cache=cache, listing_source=listing_source,
-                           progress=progress, use_cache=use_cache)
-            for d in datasets
-        ])
+        return DataCheck(
+            [
+                verify_dataset(
+                    d,
+                    data_roots=data_roots,
+                    cache=cache,
+                    listing_source=listing_source,
+                    progress=progress,
+                    use_cache=use_cache,
+                )
+                for d in datasets
+            ]
+        )
     finally:
         if cache is not None:
             cache.close()

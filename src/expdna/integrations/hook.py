@@ -105,7 +105,9 @@ class RunHandle:
         updated, warning = guarded(
             "adding the runtime",
             lambda: with_runtime(
-                current, registry=self._registry, deadline_s=self.deadline_s,
+                current,
+                registry=self._registry,
+                deadline_s=self.deadline_s,
                 reuse_hardware=self._reuse_hardware,
             ),
             2 * self.deadline_s + 1.0,
@@ -149,8 +151,7 @@ class RunHandle:
         if metrics:
             self.metrics.update(metrics)
         try:
-            values, _ = redact_tree({str(k): plain(v) for k, v in self.metrics.items()},
-                                    "metrics")
+            values, _ = redact_tree({str(k): plain(v) for k, v in self.metrics.items()}, "metrics")
             doc = self.manifest.to_dict()
             doc["metrics"] = {**doc.get("metrics", {}), **values}
             self.manifest = Manifest.model_validate(doc)
@@ -175,7 +176,8 @@ class RunHandle:
             return None
         target = Path(path)
         found, warning = guarded(
-            f"pinning {target.name}", lambda: (file_hex(target), target.stat().st_size),
+            f"pinning {target.name}",
+            lambda: (file_hex(target), target.stat().st_size),
             max(self.deadline_s, PIN_DEADLINE_S),
         )
         if found is None:
@@ -184,8 +186,11 @@ class RunHandle:
         digest, size = found
         ref = f"{ALGORITHM}:{digest}"
         warning = self.store.pin(
-            self.manifest.run_id, ref, name=name or target.name,
-            path=redact_text(str(target.resolve())), size=size,
+            self.manifest.run_id,
+            ref,
+            name=name or target.name,
+            path=redact_text(str(target.resolve())),
+            size=size,
         )
         if warning:
             self._warn(warning)
@@ -223,8 +228,10 @@ def start(
     try:
         notes: list[str] = []
         if not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
-            notes.append(f"deadline_s={deadline_s!r} is not a positive number of seconds; "
-                         f"using {DEFAULT_DEADLINE_S:g}")
+            notes.append(
+                f"deadline_s={deadline_s!r} is not a positive number of seconds; "
+                f"using {DEFAULT_DEADLINE_S:g}"
+            )
             deadline_s = DEFAULT_DEADLINE_S
         resolved = None
         if args is not None:
@@ -292,8 +299,10 @@ def _lineage_edges(lineage: Any, run_id: str, notes: list[str]) -> list[tuple[st
         else:
             entries = list(lineage)
     except Exception as exc:  # a generator that raises, an object that lies about itself
-        notes.append(f"lineage={lineage!r} is neither {{relation: run id}} nor a list of "
-                     f"(relation, run id) pairs ({exc}); no lineage recorded")
+        notes.append(
+            f"lineage={lineage!r} is neither {{relation: run id}} nor a list of "
+            f"(relation, run id) pairs ({exc}); no lineage recorded"
+        )
         return []
     edges: list[tuple[str, str]] = []
     for entry in entries:
@@ -355,8 +364,20 @@ def track(
     ``lineage`` is as for :func:`start`.
     """
     caller = caller_file if caller_file is not None else _caller_file()
-    return Tracking(functools.partial(
-        start, args, output_dir=output_dir, repos=repos, data=data, store=store,
-        index_url=index_url, deadline_s=deadline_s, dna_ignore=dna_ignore,
-        collectors=collectors, registry=registry, caller_file=caller, lineage=lineage,
-    ))
+    return Tracking(
+        functools.partial(
+            start,
+            args,
+            output_dir=output_dir,
+            repos=repos,
+            data=data,
+            store=store,
+            index_url=index_url,
+            deadline_s=deadline_s,
+            dna_ignore=dna_ignore,
+            collectors=collectors,
+            registry=registry,
+            caller_file=caller,
+            lineage=lineage,
+        )
+    )

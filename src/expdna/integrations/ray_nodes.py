@@ -28,7 +28,12 @@ log = logging.getLogger(__name__)
 
 #: Hardware fields a node entry repeats for people (the fingerprint is what compares).
 SUMMARY_FIELDS = (
-    "cpu_model", "cpu_count", "memory_gb", "gpu_model", "gpu_count", "driver_version",
+    "cpu_model",
+    "cpu_count",
+    "memory_gb",
+    "gpu_model",
+    "gpu_count",
+    "driver_version",
     "cuda_version",
 )
 
@@ -48,7 +53,9 @@ def node_hardware(deadline_s: float, environ: Mapping[str, str] | None = None) -
     registry = default_registry()
     names = [c.name for c in registry.collectors.values() if c.section == "hardware"]
     manifest = collect(
-        collectors=names, registry=registry, deadline_s=deadline_s,
+        collectors=names,
+        registry=registry,
+        deadline_s=deadline_s,
         environ=_node_environ(os.environ if environ is None else environ),
     )
     assert manifest.dna is not None
@@ -155,8 +162,10 @@ def fingerprint_nodes(
             try:
                 result = ray.get(ref, timeout=0)
             except Exception as exc:  # the node died, the task crashed: a warning per node
-                found.warnings.append(f"node {node_id[:12]}: {type(exc).__name__}: "
-                                      f"{str(exc).splitlines()[0] if str(exc) else ''}")
+                found.warnings.append(
+                    f"node {node_id[:12]}: {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''}"
+                )
                 continue
             if result.get("node_id") != node_id:
                 found.warnings.append(

@@ -139,17 +139,20 @@ class StoreLink:
         return self._call("recording the run in the store", "record", manifest)
 
     def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str | None:
-        return self._call(
-            "recording metrics in the store", "record_metrics", run_id, dict(metrics)
-        )
+        return self._call("recording metrics in the store", "record_metrics", run_id, dict(metrics))
 
     def pin(self, run_id: str, digest: str, *, name: str, path: str, size: int) -> str | None:
         """``store.pin(run_id=, digest=, name=, path=, size=)``, the columns of its pins table."""
         if not self.configured:
             return "pin: no store configured (store= or $EXPDNA_STORE); the pin was not recorded"
         return self._call(
-            "pinning the checkpoint", "pin", run_id=run_id, digest=digest, name=name,
-            path=path, size=size,
+            "pinning the checkpoint",
+            "pin",
+            run_id=run_id,
+            digest=digest,
+            name=name,
+            path=path,
+            size=size,
         )
 
     def close(self) -> None:

@@ -31,32 +31,107 @@ SHORT_LENGTH = 12
 
 # Resolved-arg names (lowercase, "-" read as "_") that name one run rather than its setup.
 PER_RUN_ARGS: tuple[str, ...] = (
-    "output_dir", "out_dir", "outdir", "output_path", "output", "save_dir", "save_path",
-    "save", "log_dir", "logdir", "logging_dir", "log_path", "log_file", "tensorboard_dir",
-    "tensorboard_log_dir", "tb_dir", "checkpoint_dir", "ckpt_dir", "run_name", "run_id",
-    "exp_name", "experiment_name", "tags", "tag", "notes", "note", "output_root",
-    "*_output_dir", "*_log_dir", "*_logging_dir", "*_save_dir", "*_checkpoint_dir",
-    "*_run_name", "wandb_*", "mlflow_*", "comet_*", "neptune_*", "swanlab_*", "clearml_*",
-    "store", "store_dir", "index_url", "expdna_*",
+    "output_dir",
+    "out_dir",
+    "outdir",
+    "output_path",
+    "output",
+    "save_dir",
+    "save_path",
+    "save",
+    "log_dir",
+    "logdir",
+    "logging_dir",
+    "log_path",
+    "log_file",
+    "tensorboard_dir",
+    "tensorboard_log_dir",
+    "tb_dir",
+    "checkpoint_dir",
+    "ckpt_dir",
+    "run_name",
+    "run_id",
+    "exp_name",
+    "experiment_name",
+    "tags",
+    "tag",
+    "notes",
+    "note",
+    "output_root",
+    "*_output_dir",
+    "*_log_dir",
+    "*_logging_dir",
+    "*_save_dir",
+    "*_checkpoint_dir",
+    "*_run_name",
+    "wandb_*",
+    "mlflow_*",
+    "comet_*",
+    "neptune_*",
+    "swanlab_*",
+    "clearml_*",
+    "store",
+    "store_dir",
+    "index_url",
+    "expdna_*",
 )
 # Keys whose value, when it lies under an output root above, is per-run too.
 _PATH_KEY = re.compile(r"(^|_)(dir|path|file|prefix)$")
 
 # Environment values that describe one allocation, not the setup (DESIGN.md "The DNA").
 PER_ALLOCATION_ENV: tuple[str, ...] = (
-    "CUDA_VISIBLE_DEVICES", "RAY_ADDRESS", "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_*",
-    "SLURM_*NODELIST", "SLURM_NODEID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_STEP_*",
-    "SLURM_STEPID", "SLURM_TASK_PID", "SLURM_SUBMIT_*", "SLURMD_NODENAME", "SLURM_TOPOLOGY_*",
-    "SLURM_LAUNCH_NODE_IPADDR", "SLURM_SRUN_COMM_*", "SLURM_JOB_UID", "SLURM_JOB_USER",
-    "SLURM_JOB_NAME", "SLURM_CONF", "*_ADDR", "*_ADDRESS", "*_PORT", "*_HOST", "*_IPADDR",
-    "*_NODELIST", "*_JOB_ID", "*_JOBID",
+    "CUDA_VISIBLE_DEVICES",
+    "RAY_ADDRESS",
+    "SLURM_JOB_ID",
+    "SLURM_JOBID",
+    "SLURM_ARRAY_*",
+    "SLURM_*NODELIST",
+    "SLURM_NODEID",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_STEP_*",
+    "SLURM_STEPID",
+    "SLURM_TASK_PID",
+    "SLURM_SUBMIT_*",
+    "SLURMD_NODENAME",
+    "SLURM_TOPOLOGY_*",
+    "SLURM_LAUNCH_NODE_IPADDR",
+    "SLURM_SRUN_COMM_*",
+    "SLURM_JOB_UID",
+    "SLURM_JOB_USER",
+    "SLURM_JOB_NAME",
+    "SLURM_CONF",
+    "*_ADDR",
+    "*_ADDRESS",
+    "*_PORT",
+    "*_HOST",
+    "*_IPADDR",
+    "*_NODELIST",
+    "*_JOB_ID",
+    "*_JOBID",
 )
 
 # Hardware keys (at any depth) that name a device or a moment, not a kind of machine.
 VOLATILE_HARDWARE: tuple[str, ...] = (
-    "uuid", "serial", "*bus_id", "pci", "minor_number", "index", "hostname", "source",
-    "temperature*", "*_temperature", "fan*", "power_draw*", "utilization*", "memory_used*",
-    "memory_free*", "clocks*", "*_current", "current_*", "*_source",
+    "uuid",
+    "serial",
+    "*bus_id",
+    "pci",
+    "minor_number",
+    "index",
+    "hostname",
+    "source",
+    "temperature*",
+    "*_temperature",
+    "fan*",
+    "power_draw*",
+    "utilization*",
+    "memory_used*",
+    "memory_free*",
+    "clocks*",
+    "*_current",
+    "current_*",
+    "*_source",
     "power_limit*",
 )
 
@@ -110,8 +185,11 @@ def _sorted_by_bytes(items: Iterable[Any]) -> list[Any]:
 
 def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
     patch = repo.get("patch") or {}
-    identity = {"commit": repo.get("commit"), "dirty": repo.get("dirty"),
-                "patch": patch.get("digest")}
+    identity = {
+        "commit": repo.get("commit"),
+        "dirty": repo.get("dirty"),
+        "patch": patch.get("digest"),
+    }
     binaries = patch.get("binary_files")
     if binaries:
         identity["binary_files"] = sorted(
@@ -121,8 +199,11 @@ def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
     if submodules:
         identity["submodules"] = sorted(
             (
-                {"path": s.get("path") or "", "commit": s.get("commit"),
-                 "checked_out": s.get("checked_out")}
+                {
+                    "path": s.get("path") or "",
+                    "commit": s.get("commit"),
+                    "checked_out": s.get("checked_out"),
+                }
                 for s in submodules
             ),
             key=lambda s: s["path"],
@@ -214,14 +295,13 @@ def _project_config(section: Mapping[str, Any]) -> Any:
         if not roots or not _path_name(key):
             return False
         text = _as_text(value)
-        return text is not None and any(
-            (text.rstrip("/") + "/").startswith(root) for root in roots
-        )
+        return text is not None and any((text.rstrip("/") + "/").startswith(root) for root in roots)
 
     return {
         "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
         "selected_env": {
-            k: v for k, v in (section.get("selected_env") or {}).items()
+            k: v
+            for k, v in (section.get("selected_env") or {}).items()
             if not _per_allocation_name(k) and not _masked(v)
         },
         "config_files": sorted((section.get("config_files") or {}).values()),
@@ -273,14 +353,15 @@ def _project_runtime(section: Mapping[str, Any]) -> Any:
     nodes = []
     for node in section.get("nodes") or []:
         resources = {
-            k: v for k, v in (node.get("resources") or {}).items()
-            if not _volatile_resource(k)
+            k: v for k, v in (node.get("resources") or {}).items() if not _volatile_resource(k)
         }
-        nodes.append({
-            "role": node.get("role"),
-            "resources": resources,
-            "fingerprint": node.get("fingerprint"),
-        })
+        nodes.append(
+            {
+                "role": node.get("role"),
+                "resources": resources,
+                "fingerprint": node.get("fingerprint"),
+            }
+        )
     return {
         "mode": section.get("mode"),
         "node_count": section.get("node_count"),

@@ -208,8 +208,10 @@ def _free_text(doc: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     found += [(f"command.argv.{i}", argv, i) for i in range(len(argv))]
     for name, status in doc.get("collection", {}).get("collectors", {}).items():
         warnings = status.get("warnings", [])
-        found += [(f"collection.collectors.{name}.warnings.{i}", warnings, i)
-                  for i in range(len(warnings))]
+        found += [
+            (f"collection.collectors.{name}.warnings.{i}", warnings, i)
+            for i in range(len(warnings))
+        ]
     metrics = doc.get("metrics", {})
     found += [(f"metrics.{k}", metrics, k) for k in metrics]
     return found
@@ -257,7 +259,8 @@ def write_manifest(manifest: Manifest, path: str | os.PathLike[str]) -> Path:
     data, shrunk = fit_to_cap(manifest)
     if shrunk:
         log.warning(
-            "manifest over %d bytes: shortened %s (digests kept)", MAX_WRITE_BYTES,
+            "manifest over %d bytes: shortened %s (digests kept)",
+            MAX_WRITE_BYTES,
             ", ".join(shrunk),
         )
     write_atomic(target, data)

@@ -188,7 +188,8 @@ class Manifest(_Open):
     data: Data = Field(default_factory=Data)
     metrics: dict[str, Any] = Field(default_factory=dict)
     lineage: list[Lineage] | None = Field(
-        None, exclude_if=lambda value: value is None,
+        None,
+        exclude_if=lambda value: value is None,
         description="Earlier runs this one resumes, reruns or derives from (not in the DNA).",
     )
     collection: Collection = Field(default_factory=Collection)

@@ -79,7 +79,8 @@ class BlobWriter:
         try:
             process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, package, str(root)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
             )
         except OSError as exc:
             log.info("no blob-writing helper (%s); writing blobs in this process", exc)

@@ -26,7 +26,10 @@ def table_of(entity: type[Base]) -> Table:
 
 
 def _unnest(
-    conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str],
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
     returning: Sequence[str],
 ) -> list[tuple[Any, ...]]:
     quote = conn.dialect.identifier_preparer.quote
@@ -55,7 +58,10 @@ def _processors(table: Table, columns: tuple[str, ...], dialect: Dialect) -> tup
 
 
 def _sqlite(
-    conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str],
+    conn: Connection,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
     returning: Sequence[str],
 ) -> list[tuple[Any, ...]]:
     # The driver directly, with SQLAlchemy's own value processing: its per-row parameter
@@ -99,8 +105,11 @@ _INSERT_ABSENT = {"postgresql": _unnest, "sqlite": _sqlite}
 
 
 def insert_absent(
-    conn: Connection, entity: type[Base], rows: Sequence[Mapping[str, Any]],
-    keys: Sequence[str], returning: Sequence[str] = (),
+    conn: Connection,
+    entity: type[Base],
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
+    returning: Sequence[str] = (),
 ) -> list[tuple[Any, ...]]:
     """Insert ``rows`` (dicts with the same keys) except those whose ``keys`` exist;
     returns the ``returning`` columns of the rows inserted."""

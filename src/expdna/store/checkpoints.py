@@ -90,7 +90,7 @@ class FileDigests:
 def local_path(stored: str) -> Path:
     """A pinned path as this machine reads it: a redacted home (``<HOME>/``) is ours."""
     if stored.startswith(HOME_MARK):
-        return Path.home() / stored[len(HOME_MARK):]
+        return Path.home() / stored[len(HOME_MARK) :]
     return Path(stored)
 
 
@@ -121,7 +121,11 @@ def _digest_of(digests: FileDigests, target: str | os.PathLike[str]) -> tuple[st
 
 
 def pin_file(
-    index: Index, path: str | os.PathLike[str], *, run: str, name: str | None = None,
+    index: Index,
+    path: str | os.PathLike[str],
+    *,
+    run: str,
+    name: str | None = None,
     use_cache: bool = True,
 ) -> PinRecord:
     """:meth:`expdna.store.Store.pin_file`: hash the file (outside any transaction), pin it."""
@@ -129,8 +133,12 @@ def pin_file(
     with FileDigests(use_cache) as digests:
         hex_digest, size = _digest_of(digests, target)
     record = pins.pin(
-        index, run_id=run, digest=hex_digest, name=target.name if name is None else name,
-        path=redact_text(str(target.resolve())), size=size,
+        index,
+        run_id=run,
+        digest=hex_digest,
+        name=target.name if name is None else name,
+        path=redact_text(str(target.resolve())),
+        size=size,
     )
     return replace(record, matches=True)
 

@@ -16,7 +16,7 @@ def parse_digest(value: str) -> str:
 
     A digest names a file path inside the object directory, so nothing but hex gets through.
     """
-    hex_part = value[len(_PREFIX):] if value.startswith(_PREFIX) else value
+    hex_part = value[len(_PREFIX) :] if value.startswith(_PREFIX) else value
     if _HEX64.fullmatch(hex_part) is None:
         raise InvalidDigestError(value)
     return hex_part

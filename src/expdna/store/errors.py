@@ -56,9 +56,7 @@ class CorruptObjectError(StoreError):
     exit_code = 1
 
     def __init__(self, digest: str, actual: str) -> None:
-        super().__init__(
-            f"object blake3:{digest} is corrupt: its bytes hash to blake3:{actual}"
-        )
+        super().__init__(f"object blake3:{digest} is corrupt: its bytes hash to blake3:{actual}")
         self.digest = digest
         self.actual = actual
 

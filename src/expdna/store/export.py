@@ -47,20 +47,22 @@ _TEXT_COLUMNS: dict[str, Any] = {
     "schema_version": Run.schema_version,
     **{f"{name}_digest": column for name, column in SECTION_COLUMNS.items()},
 }
-_TIME_COLUMNS: dict[str, Any] = {"generated_at": Run.generated_at,
-                                 "recorded_at": Run.recorded_at}
+_TIME_COLUMNS: dict[str, Any] = {"generated_at": Run.generated_at, "recorded_at": Run.recorded_at}
 
 
 def _schema(metric_names: Sequence[str]) -> pa.Schema:
     import pyarrow as pa
 
     stamp = pa.timestamp("us", tz="UTC")
-    fields = [pa.field("run_id", pa.string(), nullable=False),
-              pa.field("dna", pa.string(), nullable=False),
-              pa.field("dna_version", pa.int32(), nullable=False),
-              *(pa.field(name, stamp, nullable=False) for name in _TIME_COLUMNS)]
-    fields += [pa.field(name, pa.string()) for name in _TEXT_COLUMNS if name not in
-               ("run_id", "dna")]
+    fields = [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("dna", pa.string(), nullable=False),
+        pa.field("dna_version", pa.int32(), nullable=False),
+        *(pa.field(name, stamp, nullable=False) for name in _TIME_COLUMNS),
+    ]
+    fields += [
+        pa.field(name, pa.string()) for name in _TEXT_COLUMNS if name not in ("run_id", "dna")
+    ]
     fields += [pa.field(METRIC_PREFIX + name, pa.float64()) for name in metric_names]
     return pa.schema(fields, metadata={"expdna.export": "runs v1"})
 
@@ -76,8 +78,9 @@ def _metrics(conn: Connection, run_pks: Sequence[int]) -> dict[int, dict[str, fl
     return found
 
 
-def _batch(conn: Connection, rows: Sequence[Any], schema: pa.Schema,
-           metric_names: Sequence[str]) -> pa.RecordBatch:
+def _batch(
+    conn: Connection, rows: Sequence[Any], schema: pa.Schema, metric_names: Sequence[str]
+) -> pa.RecordBatch:
     import pyarrow as pa
 
     metrics = _metrics(conn, [row.id for row in rows])
@@ -85,8 +88,13 @@ def _batch(conn: Connection, rows: Sequence[Any], schema: pa.Schema,
         name: [getattr(row, name) for row in rows]
         for name in ("run_id", "dna", "dna_version", *_TIME_COLUMNS)
     }
-    columns.update({name: [getattr(row, name) for row in rows]
-                    for name in _TEXT_COLUMNS if name not in columns})
+    columns.update(
+        {
+            name: [getattr(row, name) for row in rows]
+            for name in _TEXT_COLUMNS
+            if name not in columns
+        }
+    )
     for name in metric_names:
         columns[METRIC_PREFIX + name] = [metrics.get(row.id, {}).get(name) for row in rows]
     return pa.RecordBatch.from_pydict(columns, schema=schema)
@@ -100,15 +108,23 @@ def _check_target(path: Path) -> None:
 
 
 def export_parquet(
-    index: Index, path: Path, *, filters: Sequence[Filter] = (), since: datetime | None = None,
+    index: Index,
+    path: Path,
+    *,
+    filters: Sequence[Filter] = (),
+    since: datetime | None = None,
     row_group: int = ROW_GROUP,
 ) -> int:
     """Write the matching runs to ``path`` (atomically); returns how many rows it holds."""
     import pyarrow.parquet as pq
 
     _check_target(path)
-    columns = [Run.id, Run.dna_version, *(c.label(n) for n, c in _TEXT_COLUMNS.items()),
-               *(c.label(n) for n, c in _TIME_COLUMNS.items())]
+    columns = [
+        Run.id,
+        Run.dna_version,
+        *(c.label(n) for n, c in _TEXT_COLUMNS.items()),
+        *(c.label(n) for n, c in _TIME_COLUMNS.items()),
+    ]
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
     os.close(fd)
     count = 0
@@ -116,12 +132,19 @@ def export_parquet(
         with index.read() as conn:
             stmt = filtered(conn, select(*columns), filters=filters, since=since)
             ids = filtered(conn, select(Run.id), filters=filters, since=since)
-            names: list[str] = [] if ids is None else [
-                str(n) for n in conn.execute(
-                    select(Metric.name).where(Metric.run_pk.in_(ids)).distinct()
-                    .order_by(Metric.name)
-                ).scalars()
-            ]
+            names: list[str] = (
+                []
+                if ids is None
+                else [
+                    str(n)
+                    for n in conn.execute(
+                        select(Metric.name)
+                        .where(Metric.run_pk.in_(ids))
+                        .distinct()
+                        .order_by(Metric.name)
+                    ).scalars()
+                ]
+            )
             schema = _schema(names)
             with pq.ParquetWriter(temp, schema) as writer:
                 if stmt is not None:

@@ -67,8 +67,9 @@ def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
     try:
         return prepare(load_manifest(source), source=source, memo=memo)
     except ExpdnaError as exc:
-        return RecordResult(run_id="", dna=None, generated_at=None, status="failed",
-                            source=source, message=str(exc))
+        return RecordResult(
+            run_id="", dna=None, generated_at=None, status="failed", source=source, message=str(exc)
+        )
 
 
 def _chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -131,8 +132,11 @@ class Store:
 
     @classmethod
     def open_unchecked(
-        cls, path: str | os.PathLike[str] | None = None, index_url: str | None = None,
-        *, mounts_file: Path = DEFAULT_MOUNTS,
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        index_url: str | None = None,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
     ) -> Store:
         """Open without checking the schema revision (``expdna db`` commands)."""
         root = Path(path) if path is not None else default_store_dir()
@@ -151,7 +155,10 @@ class Store:
     # -- recording -------------------------------------------------------------------
 
     def record(
-        self, manifest: Manifest, *, attachments: Iterable[bytes] = (),
+        self,
+        manifest: Manifest,
+        *,
+        attachments: Iterable[bytes] = (),
         source: str | None = None,
     ) -> RecordResult:
         """Record one manifest; recording it again changes nothing (status ``skipped``).
@@ -166,7 +173,10 @@ class Store:
         return result
 
     def record_many(
-        self, manifests: Iterable[Manifest], *, sources: Iterable[str] | None = None,
+        self,
+        manifests: Iterable[Manifest],
+        *,
+        sources: Iterable[str] | None = None,
         batch_size: int = BATCH,
     ) -> list[RecordResult]:
         """Record many manifests, one transaction per batch of ``batch_size``. From the
@@ -180,8 +190,10 @@ class Store:
         """
         labels = iter(sources) if sources is not None else None
         batches = (
-            [prepare(m, source=next(labels) if labels is not None else None, memo=self._memo)
-             for m in chunk]
+            [
+                prepare(m, source=next(labels) if labels is not None else None, memo=self._memo)
+                for m in chunk
+            ]
             for chunk in _chunked(manifests, batch_size)
         )
         return list(self._recorder.run(batches))
@@ -220,8 +232,12 @@ class Store:
         return Manifest.model_validate(self.show(ref, inline=True))
 
     def runs(
-        self, *, dna_prefix: str | None = None, where: Sequence[Filter] = (),
-        since: datetime | None = None, limit: int | None = None,
+        self,
+        *,
+        dna_prefix: str | None = None,
+        where: Sequence[Filter] = (),
+        since: datetime | None = None,
+        limit: int | None = None,
     ) -> list[RunSummary]:
         """Runs, newest first, matching every given condition."""
         with self.index.read() as conn:
@@ -270,16 +286,24 @@ class Store:
         return metrics_mod.metrics_of(self.index, ref)
 
     def pin(
-        self, *, run_id: str, digest: str, name: str | None = None, path: str | None = None,
+        self,
+        *,
+        run_id: str,
+        digest: str,
+        name: str | None = None,
+        path: str | None = None,
         size: int | None = None,
     ) -> PinRecord:
         """Bind a checkpoint's digest (``[blake3:]<hex>``, never the file) and name to a run
         (id or DNA prefix) and its DNA. Pinning it again changes nothing."""
-        return pins.pin(self.index, run_id=run_id, digest=digest, name=name, path=path,
-                        size=size)
+        return pins.pin(self.index, run_id=run_id, digest=digest, name=name, path=path, size=size)
 
     def pin_file(
-        self, path: str | os.PathLike[str], *, run: str, name: str | None = None,
+        self,
+        path: str | os.PathLike[str],
+        *,
+        run: str,
+        name: str | None = None,
         use_cache: bool = True,
     ) -> PinRecord:
         """Hash a checkpoint file and pin it to ``run``; ``name`` defaults to the file name.
@@ -305,7 +329,10 @@ class Store:
         return lineage.report(self.index, ref)
 
     def export_parquet(
-        self, path: str | os.PathLike[str], *, where: Sequence[Filter] = (),
+        self,
+        path: str | os.PathLike[str],
+        *,
+        where: Sequence[Filter] = (),
         since: datetime | None = None,
     ) -> int:
         """One Parquet row per matching run (key fields, section digests, ``metric_<name>``
@@ -319,6 +346,7 @@ class Store:
     def fsck(self) -> FsckReport:
         return maintenance.fsck(self.objects, self.index)
 
-    def gc(self, *, dry_run: bool = False,
-           grace_s: float = maintenance.DEFAULT_GRACE_S) -> GcReport:
+    def gc(
+        self, *, dry_run: bool = False, grace_s: float = maintenance.DEFAULT_GRACE_S
+    ) -> GcReport:
         return maintenance.gc(self.objects, self.index, dry_run=dry_run, grace_s=grace_s)

@@ -25,8 +25,14 @@ MAX_VALUE_CHARS = 200
 
 #: Globs of dotted paths that never become facts (the reason is in the module docstring).
 NOT_FACTS: tuple[str, ...] = (
-    "schema_version", "run_id", "generated_at", "dna", "dna.*",
-    "code.*.patch.text", "collection.duration_ms", "collection.collectors.*.duration_ms",
+    "schema_version",
+    "run_id",
+    "generated_at",
+    "dna",
+    "dna.*",
+    "code.*.patch.text",
+    "collection.duration_ms",
+    "collection.collectors.*.duration_ms",
 )
 _NOT_FACTS = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in NOT_FACTS))
 #: Top-level keys left out whole (``runs`` columns).
@@ -116,7 +122,7 @@ def flatten(doc: dict[str, Any]) -> tuple[set[tuple[str, str]], dict[str, float]
             if type(item) is dict:
                 stack += [(f"{path}.{name}", sub) for name, sub in item.items()]
             elif _is_metric(item):
-                metrics[path[len(_METRICS) + 1:]] = float(item)
+                metrics[path[len(_METRICS) + 1 :]] = float(item)
             else:
                 _walk(item, path, facts, False)
     return facts, metrics

@@ -166,9 +166,7 @@ def _transient(exc: DBAPIError) -> bool:
 _PG_CONNECT_ARGS = {"prepare_threshold": None}
 
 
-def open_index(
-    store_dir: Path, url: str | None, *, mounts_file: Path = DEFAULT_MOUNTS
-) -> Index:
+def open_index(store_dir: Path, url: str | None, *, mounts_file: Path = DEFAULT_MOUNTS) -> Index:
     """An engine for the store's index; refuses an SQLite index on a network filesystem."""
     resolved = index_url(store_dir, url)
     if resolved.drivername == "sqlite":
@@ -187,9 +185,7 @@ def open_index(
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
         try:
-            engine = create_engine(
-                resolved, pool_pre_ping=True, connect_args=_PG_CONNECT_ARGS
-            )
+            engine = create_engine(resolved, pool_pre_ping=True, connect_args=_PG_CONNECT_ARGS)
         except NoSuchModuleError:
             raise InvalidInputError(
                 "PostgreSQL needs psycopg 3: pip install 'expdna[postgres]'"

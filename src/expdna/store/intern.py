@@ -60,7 +60,7 @@ class Interned:
 
 def _chunks(items: list[str]) -> Iterable[list[str]]:
     for start in range(0, len(items), CHUNK):
-        yield items[start:start + CHUNK]
+        yield items[start : start + CHUNK]
 
 
 def _path_ids(conn: Connection, paths: set[str], cache: InternCache) -> dict[str, int]:
@@ -84,8 +84,12 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
     if not missing:
         return Interned(values, {}, {})
     paths = _path_ids(conn, {path for path, _ in missing}, cache)
-    insert_absent(conn, FactValue, [{"path_id": paths[path], "value": value}
-                                    for path, value in missing], ("path_id", "value"))
+    insert_absent(
+        conn,
+        FactValue,
+        [{"path_id": paths[path], "value": value} for path, value in missing],
+        ("path_id", "value"),
+    )
     by_path: dict[str, list[str]] = defaultdict(list)
     for path, value in missing:
         by_path[path].append(value)
@@ -94,8 +98,9 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
         # path_id = ? AND value IN (...): a range on the unique index, per path
         for part in _chunks(texts):
             rows = conn.execute(
-                select(FactValue.value, FactValue.id)
-                .where(FactValue.path_id == paths[path], FactValue.value.in_(part))
+                select(FactValue.value, FactValue.id).where(
+                    FactValue.path_id == paths[path], FactValue.value.in_(part)
+                )
             )
             new_values.update({(path, value): value_id for value, value_id in rows})
     values.update(new_values)
@@ -126,12 +131,15 @@ def intern_sets(
     if missing:
         found = _set_ids(conn, missing)
         absent = [d for d in missing if d not in found]
-        inserted = dict(insert_absent(
-            conn, FactSet, [{"digest": d} for d in absent], ("digest",), ("digest", "id")
-        ))
+        inserted = dict(
+            insert_absent(
+                conn, FactSet, [{"digest": d} for d in absent], ("digest",), ("digest", "id")
+            )
+        )
         members = sorted(
             (interned.values[pair], set_id)
-            for digest, set_id in inserted.items() for pair in by_digest[digest]
+            for digest, set_id in inserted.items()
+            for pair in by_digest[digest]
         )
         bulk_insert(conn, FactSetMember, ("value_id", "set_id"), members)
         racing = [d for d in absent if d not in inserted]  # PostgreSQL: committed meanwhile

@@ -42,8 +42,13 @@ def now() -> datetime:
 def insert_edges(conn: Connection, edges: Iterable[tuple[str, str, str]], source: str) -> int:
     """Insert (parent, child, relation) edges not present yet; returns how many were new."""
     rows = [
-        {"parent_run_id": parent, "child_run_id": child, "relation": relation,
-         "source": source, "recorded_at": now()}
+        {
+            "parent_run_id": parent,
+            "child_run_id": child,
+            "relation": relation,
+            "source": source,
+            "recorded_at": now(),
+        }
         for parent, child, relation in sorted(set(edges))
     ]
     if not rows:
@@ -75,17 +80,25 @@ def walk(conn: Connection, run_id: str, direction: Direction) -> list[LineageEdg
         following: set[str] = set()
         for part in chunks(sorted(frontier)):
             rows = conn.execute(
-                select(Lineage.parent_run_id, Lineage.child_run_id, Lineage.relation,
-                       Lineage.source)
+                select(
+                    Lineage.parent_run_id, Lineage.child_run_id, Lineage.relation, Lineage.source
+                )
                 .where(near.in_(part))
                 .order_by(far, Lineage.relation)
             )
             for parent, child, relation, source in rows:
                 other = parent if direction == "ancestor" else child
-                found.append(LineageEdge(
-                    direction=direction, depth=depth, relation=relation, parent=parent,
-                    child=child, source=source, run_id=other,
-                ))
+                found.append(
+                    LineageEdge(
+                        direction=direction,
+                        depth=depth,
+                        relation=relation,
+                        parent=parent,
+                        child=child,
+                        source=source,
+                        run_id=other,
+                    )
+                )
                 if other not in visited:
                     visited.add(other)
                     following.add(other)
@@ -103,7 +116,8 @@ def with_runs(conn: Connection, edges: Sequence[LineageEdge]) -> list[LineageEdg
         known.update({run_id: (dna, moment) for run_id, dna, moment in rows})
     return [
         replace(edge, dna=known[edge.run_id][0], generated_at=known[edge.run_id][1])
-        if edge.run_id in known else edge
+        if edge.run_id in known
+        else edge
         for edge in edges
     ]
 

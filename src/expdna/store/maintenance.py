@@ -38,8 +38,9 @@ def _fan_range(fan: str) -> tuple[str, str]:
 def _blob_rows(conn: Connection, fan: str) -> dict[str, tuple[int, str]]:
     low, high = _fan_range(fan)
     rows = conn.execute(
-        select(Blob.digest, Blob.id, Blob.kind)
-        .where(Blob.algorithm == ALGORITHM, Blob.digest >= low, Blob.digest < high)
+        select(Blob.digest, Blob.id, Blob.kind).where(
+            Blob.algorithm == ALGORITHM, Blob.digest >= low, Blob.digest < high
+        )
     )
     return {digest: (blob_id, kind) for digest, blob_id, kind in rows}
 
@@ -52,8 +53,8 @@ def _objects_in(objects: ObjectDir, fan: str) -> set[str]:
 
 
 def _first_referrer(conn: Connection, blob_id: int) -> str | None:
-    via_link = select(Run.run_id).join(RunBlob, RunBlob.run_pk == Run.id).where(
-        RunBlob.blob_id == blob_id
+    via_link = (
+        select(Run.run_id).join(RunBlob, RunBlob.run_pk == Run.id).where(RunBlob.blob_id == blob_id)
     )
     direct = select(Run.run_id).where(Run.manifest_blob_id == blob_id)
     found = conn.execute(direct.limit(1)).scalar() or conn.execute(via_link.limit(1)).scalar()
@@ -84,18 +85,28 @@ def fsck(objects: ObjectDir, index: Index) -> FsckReport:
         unreferenced += len(on_disk - rows.keys())
     with index.read() as conn:
         runs = conn.execute(select(func.count()).select_from(Run)).scalar_one()
-        orphans = conn.execute(
-            select(Run.run_id).where(~exists().where(Blob.id == Run.manifest_blob_id))
-        ).scalars().all()
+        orphans = (
+            conn.execute(select(Run.run_id).where(~exists().where(Blob.id == Run.manifest_blob_id)))
+            .scalars()
+            .all()
+        )
         problems += [f"run {run_id}: its manifest blob row is missing" for run_id in orphans]
-        dangling = conn.execute(
-            select(Run.run_id).join(RunBlob, RunBlob.run_pk == Run.id)
-            .where(~exists().where(Blob.id == RunBlob.blob_id))
-        ).scalars().all()
+        dangling = (
+            conn.execute(
+                select(Run.run_id)
+                .join(RunBlob, RunBlob.run_pk == Run.id)
+                .where(~exists().where(Blob.id == RunBlob.blob_id))
+            )
+            .scalars()
+            .all()
+        )
         problems += [f"run {run_id}: references a blob row that is missing" for run_id in dangling]
     temp_files = sum(1 for _ in objects.temp_files())
     return FsckReport(
-        objects=count, runs=int(runs), problems=problems, unreferenced=unreferenced,
+        objects=count,
+        runs=int(runs),
+        problems=problems,
+        unreferenced=unreferenced,
         temp_files=temp_files,
     )
 
@@ -113,15 +124,21 @@ def _unreferenced_rows(conn: Connection, fan: str) -> Iterator[tuple[str, int]]:
     direct = exists().where(Run.manifest_blob_id == Blob.id)
     rows = conn.execute(
         select(Blob.digest, Blob.id).where(
-            Blob.algorithm == ALGORITHM, Blob.digest >= low, Blob.digest < high,
-            ~referenced, ~direct,
+            Blob.algorithm == ALGORITHM,
+            Blob.digest >= low,
+            Blob.digest < high,
+            ~referenced,
+            ~direct,
         )
     )
     yield from ((str(digest), int(blob_id)) for digest, blob_id in rows)
 
 
 def gc(
-    objects: ObjectDir, index: Index, *, dry_run: bool = False,
+    objects: ObjectDir,
+    index: Index,
+    *,
+    dry_run: bool = False,
     grace_s: float = DEFAULT_GRACE_S,
 ) -> GcReport:
     """Remove objects no run references, and stray temporary files, older than ``grace_s``."""
@@ -147,11 +164,13 @@ def gc(
                 continue
             if digest in stale_rows:
                 with index.write() as conn:
-                    conn.execute(delete(Blob).where(
-                        Blob.id == stale_rows[digest],
-                        ~exists().where(RunBlob.blob_id == Blob.id),
-                        ~exists().where(Run.manifest_blob_id == Blob.id),
-                    ))
+                    conn.execute(
+                        delete(Blob).where(
+                            Blob.id == stale_rows[digest],
+                            ~exists().where(RunBlob.blob_id == Blob.id),
+                            ~exists().where(Run.manifest_blob_id == Blob.id),
+                        )
+                    )
             objects.remove(digest)
     temp_files = [str(p) for p in objects.temp_files() if _old(str(p), cutoff)]
     if not dry_run:
@@ -160,9 +179,16 @@ def gc(
                 os.unlink(name)
             except FileNotFoundError:
                 continue
-    log.info("gc: %d objects (%d bytes), %d temporary files", len(removed), removed_bytes,
-             len(temp_files))
+    log.info(
+        "gc: %d objects (%d bytes), %d temporary files",
+        len(removed),
+        removed_bytes,
+        len(temp_files),
+    )
     return GcReport(
-        removed=removed, removed_bytes=removed_bytes, temp_files=temp_files,
-        kept_young=kept_young, dry_run=dry_run,
+        removed=removed,
+        removed_bytes=removed_bytes,
+        temp_files=temp_files,
+        kept_young=kept_young,
+        dry_run=dry_run,
     )

@@ -31,8 +31,9 @@ _PREFIX = "metrics."
 def plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """``metrics`` as plain JSON values (numpy scalars become int/float); bad input is exit 2."""
     if not isinstance(metrics, Mapping):
-        raise InvalidInputError(f"metrics must be a mapping of names to values, not "
-                                f"{type(metrics).__name__}")
+        raise InvalidInputError(
+            f"metrics must be a mapping of names to values, not {type(metrics).__name__}"
+        )
     return {_name(key): _plain(value, str(key)) for key, value in metrics.items()}
 
 
@@ -72,25 +73,36 @@ def upsert_metrics(conn: Connection, run: int, metrics: dict[str, Any]) -> None:
     stale = sorted(name for name in stored if _owned(name, roots))
     for part in chunks(stale):
         conn.execute(delete(Metric).where(Metric.run_pk == run, Metric.name.in_(part)))
-    bulk_insert(conn, Metric, ("run_pk", "name", "value"),
-                [(run, name, value) for name, value in sorted(numeric.items())])
+    bulk_insert(
+        conn,
+        Metric,
+        ("run_pk", "name", "value"),
+        [(run, name, value) for name, value in sorted(numeric.items())],
+    )
 
     # Facts of the replaced names: every value of those paths that this run holds. The
     # facts key (value id, run) makes each a point lookup; fact_paths is small.
     paths = conn.execute(
-        select(FactPath.id, FactPath.path)
-        .where(FactPath.path >= _PREFIX, FactPath.path < "metrics/")
+        select(FactPath.id, FactPath.path).where(
+            FactPath.path >= _PREFIX, FactPath.path < "metrics/"
+        )
     ).all()
-    path_ids = [pid for pid, path in paths if _owned(path[len(_PREFIX):], roots)]
+    path_ids = [pid for pid, path in paths if _owned(path[len(_PREFIX) :], roots)]
     for ids in chunks(path_ids):
-        conn.execute(delete(Fact).where(
-            Fact.run_pk == run,
-            Fact.value_id.in_(select(FactValue.id).where(FactValue.path_id.in_(ids))),
-        ))
+        conn.execute(
+            delete(Fact).where(
+                Fact.run_pk == run,
+                Fact.value_id.in_(select(FactValue.id).where(FactValue.path_id.in_(ids))),
+            )
+        )
     if facts:
         interned = intern_pairs(conn, facts, InternCache())
-        bulk_insert(conn, Fact, ("value_id", "run_pk"),
-                    sorted((interned.values[pair], run) for pair in facts))
+        bulk_insert(
+            conn,
+            Fact,
+            ("value_id", "run_pk"),
+            sorted((interned.values[pair], run) for pair in facts),
+        )
 
 
 def read_metrics(conn: Connection, run: int) -> dict[str, float]:

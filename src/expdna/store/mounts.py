@@ -15,8 +15,19 @@ from pathlib import Path
 
 #: fstype globs where an SQLite index is refused.
 NETWORK_FSTYPES: tuple[str, ...] = (
-    "nfs", "nfs4", "nfs*", "cifs", "smb*", "lustre", "gpfs", "ceph", "glusterfs", "beegfs",
-    "afs", "9p", "fuse.*",
+    "nfs",
+    "nfs4",
+    "nfs*",
+    "cifs",
+    "smb*",
+    "lustre",
+    "gpfs",
+    "ceph",
+    "glusterfs",
+    "beegfs",
+    "afs",
+    "9p",
+    "fuse.*",
 )
 #: FUSE filesystems that are local (overlays in rootless containers).
 LOCAL_FUSE: tuple[str, ...] = ("fuse.fuse-overlayfs", "fuse.overlayfs", "fuse.lxcfs")

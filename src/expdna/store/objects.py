@@ -127,8 +127,9 @@ class ObjectDir:
         # recording): unique per process and call, and O_EXCL settles a clash with a
         # leftover of a dead process that had our pid. fchmod, since the umask may have
         # taken bits off the mode given to open, and other users read a shared store.
-        name = os.path.join(directory, f"{TEMP_PREFIX}{digest[2:18]}-{os.getpid()}-"
-                                       f"{next(_TEMP_COUNTER)}")
+        name = os.path.join(
+            directory, f"{TEMP_PREFIX}{digest[2:18]}-{os.getpid()}-{next(_TEMP_COUNTER)}"
+        )
         try:
             fd = os.open(name, _CREATE, READ_ONLY)
         except FileNotFoundError:  # the fan-out directory was removed behind our back
@@ -140,7 +141,7 @@ class ObjectDir:
             os.fchmod(fd, READ_ONLY)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         return name

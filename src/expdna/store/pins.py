@@ -25,8 +25,16 @@ if TYPE_CHECKING:
 
 MAX_NAME_CHARS = 1024
 
-_COLUMNS = (Run.run_id, Run.generated_at, Pin.dna, Pin.digest, Pin.name, Pin.path, Pin.size,
-            Pin.pinned_at)
+_COLUMNS = (
+    Run.run_id,
+    Run.generated_at,
+    Pin.dna,
+    Pin.digest,
+    Pin.name,
+    Pin.path,
+    Pin.size,
+    Pin.pinned_at,
+)
 
 
 def check_name(name: str | None) -> str | None:
@@ -45,9 +53,15 @@ def check_name(name: str | None) -> str | None:
 def _record(row: Any, matches: bool | None = None) -> PinRecord:
     values = row._mapping
     return PinRecord(
-        run_id=values["run_id"], dna=values["dna"], digest=values["digest"],
-        name=values["name"], path=values["path"], size=values["size"],
-        pinned_at=values["pinned_at"], generated_at=values["generated_at"], matches=matches,
+        run_id=values["run_id"],
+        dna=values["dna"],
+        digest=values["digest"],
+        name=values["name"],
+        path=values["path"],
+        size=values["size"],
+        pinned_at=values["pinned_at"],
+        generated_at=values["generated_at"],
+        matches=matches,
     )
 
 
@@ -56,8 +70,14 @@ def _same_name(name: str | None) -> ColumnElement[bool]:
 
 
 def add_pin(
-    conn: Connection, *, run_pk: int, dna: str, digest: str, name: str | None,
-    path: str | None, size: int | None,
+    conn: Connection,
+    *,
+    run_pk: int,
+    dna: str,
+    digest: str,
+    name: str | None,
+    path: str | None,
+    size: int | None,
 ) -> PinRecord:
     """Insert the pin (inside a write transaction) unless the run holds it already."""
     if conn.dialect.name == "postgresql":
@@ -66,15 +86,24 @@ def add_pin(
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": int(digest[:15], 16)})
     existing = conn.execute(
         select(Pin.id, Pin.path, Pin.size)
-        .where(Pin.run_pk == run_pk, Pin.digest == digest, Pin.algorithm == ALGORITHM,
-               _same_name(name))
+        .where(
+            Pin.run_pk == run_pk, Pin.digest == digest, Pin.algorithm == ALGORITHM, _same_name(name)
+        )
         .limit(1)
     ).first()
     if existing is None:
-        conn.execute(insert(Pin).values(
-            run_pk=run_pk, dna=dna, digest=digest, algorithm=ALGORITHM, name=name, path=path,
-            size=size, pinned_at=datetime.now(timezone.utc).replace(tzinfo=None),
-        ))
+        conn.execute(
+            insert(Pin).values(
+                run_pk=run_pk,
+                dna=dna,
+                digest=digest,
+                algorithm=ALGORITHM,
+                name=name,
+                path=path,
+                size=size,
+                pinned_at=datetime.now(timezone.utc).replace(tzinfo=None),
+            )
+        )
     elif (path, size) != (existing.path, existing.size) and path is not None:
         conn.execute(update(Pin).where(Pin.id == existing.id).values(path=path, size=size))
     found = select_pins(conn, (Pin.run_pk == run_pk) & (Pin.digest == digest) & _same_name(name))
@@ -84,7 +113,8 @@ def add_pin(
 def select_pins(conn: Connection, condition: ColumnElement[bool]) -> list[PinRecord]:
     """Pins matching ``condition`` with their runs, newest pin first."""
     rows = conn.execute(
-        select(*_COLUMNS).join(Run, Run.id == Pin.run_pk)
+        select(*_COLUMNS)
+        .join(Run, Run.id == Pin.run_pk)
         .where(condition, Pin.algorithm == ALGORITHM)
         .order_by(Pin.pinned_at.desc(), Pin.id.desc())
     )
@@ -100,8 +130,13 @@ def by_name(conn: Connection, name: str) -> list[PinRecord]:
 
 
 def pin(
-    index: Index, *, run_id: str, digest: str, name: str | None = None,
-    path: str | None = None, size: int | None = None,
+    index: Index,
+    *,
+    run_id: str,
+    digest: str,
+    name: str | None = None,
+    path: str | None = None,
+    size: int | None = None,
 ) -> PinRecord:
     """:meth:`expdna.store.Store.pin`: checked, then one write transaction."""
     hex_digest = parse_digest(digest)
@@ -111,7 +146,14 @@ def pin(
 
     def body(conn: Connection) -> PinRecord:
         run = resolve(conn, run_id)
-        return add_pin(conn, run_pk=run_pk(conn, run.run_id), dna=run.dna, digest=hex_digest,
-                       name=checked, path=path, size=size)
+        return add_pin(
+            conn,
+            run_pk=run_pk(conn, run.run_id),
+            dna=run.dna,
+            digest=hex_digest,
+            name=checked,
+            path=path,
+            size=size,
+        )
 
     return index.write_retrying(body)

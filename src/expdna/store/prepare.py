@@ -96,8 +96,11 @@ def _text(value: Any) -> str | None:
 def _typed_columns(doc: dict[str, Any]) -> dict[str, str | None]:
     code = doc.get("code") or {}
     commit = next(
-        (repo["commit"] for repo in code.values()
-         if isinstance(repo, dict) and isinstance(repo.get("commit"), str)),
+        (
+            repo["commit"]
+            for repo in code.values()
+            if isinstance(repo, dict) and isinstance(repo.get("commit"), str)
+        ),
         None,
     )
     hardware = doc.get("hardware") or {}
@@ -212,15 +215,18 @@ def _references(doc: dict[str, Any]) -> dict[str, str]:
     for dataset in (doc.get("data") or {}).get("datasets") or []:
         digest = dataset.get("digest") if isinstance(dataset, dict) else None
         if isinstance(digest, str) and digest.startswith("blake3:"):
-            found[digest[len("blake3:"):]] = "listing"
+            found[digest[len("blake3:") :]] = "listing"
     packages = (doc.get("environment") or {}).get("packages_digest")
     if isinstance(packages, str) and packages.startswith("blake3:"):
-        found[packages[len("blake3:"):]] = "packages"
+        found[packages[len("blake3:") :]] = "packages"
     return found
 
 
 def prepare(
-    manifest: Manifest, *, source: str | None = None, attachments: Iterable[bytes] = (),
+    manifest: Manifest,
+    *,
+    source: str | None = None,
+    attachments: Iterable[bytes] = (),
     memo: SectionMemo | None = None,
 ) -> Prepared:
     """Check ``manifest`` and build everything recording it writes.
@@ -233,7 +239,10 @@ def prepare(
 
 
 def prepare_doc(
-    doc: dict[str, Any], *, source: str | None = None, attachments: Iterable[bytes] = (),
+    doc: dict[str, Any],
+    *,
+    source: str | None = None,
+    attachments: Iterable[bytes] = (),
     memo: SectionMemo | None = None,
 ) -> Prepared:
     """:func:`prepare` for a document as ``Manifest.to_dict()`` returns it."""

@@ -47,8 +47,17 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _CANDIDATES = 10
 
 SUMMARY_COLUMNS = (
-    Run.run_id, Run.dna, Run.generated_at, Run.recorded_at, Run.commit, Run.algorithm,
-    Run.gpu_model, Run.driver_version, Run.cuda_version, Run.nccl_version, Run.python_version,
+    Run.run_id,
+    Run.dna,
+    Run.generated_at,
+    Run.recorded_at,
+    Run.commit,
+    Run.algorithm,
+    Run.gpu_model,
+    Run.driver_version,
+    Run.cuda_version,
+    Run.nccl_version,
+    Run.python_version,
 )
 
 #: Dotted manifest paths answered from ``runs`` columns rather than from facts.
@@ -84,13 +93,13 @@ def _record(row: AnyRow) -> RunRecord:
 
 
 def _record_select() -> AnySelect:
-    return (
-        select(
-            *SUMMARY_COLUMNS, Run.dna_version, Run.schema_version,
-            *SECTION_COLUMNS.values(), Blob.digest,
-        )
-        .join(Blob, Blob.id == Run.manifest_blob_id)
-    )
+    return select(
+        *SUMMARY_COLUMNS,
+        Run.dna_version,
+        Run.schema_version,
+        *SECTION_COLUMNS.values(),
+        Blob.digest,
+    ).join(Blob, Blob.id == Run.manifest_blob_id)
 
 
 def _newest_first(stmt: AnySelect) -> AnySelect:
@@ -124,10 +133,17 @@ def check_prefix(prefix: str) -> str:
 def resolve_dna(conn: Connection, prefix: str) -> str:
     """The one DNA starting with ``prefix``; ambiguous (exit 2) or not found (exit 1)."""
     prefix = check_prefix(prefix)
-    rows = conn.execute(
-        select(Run.dna).where(_prefix_range(prefix)).distinct().order_by(Run.dna)
-        .limit(_CANDIDATES + 1)
-    ).scalars().all()
+    rows = (
+        conn.execute(
+            select(Run.dna)
+            .where(_prefix_range(prefix))
+            .distinct()
+            .order_by(Run.dna)
+            .limit(_CANDIDATES + 1)
+        )
+        .scalars()
+        .all()
+    )
     if not rows:
         raise RunNotFoundError(f"no recorded run has a DNA starting with {prefix}")
     if len(rows) > 1:
@@ -222,8 +238,9 @@ def select_runs(
     limit: int | None = None,
 ) -> list[RunSummary]:
     """Runs matching every condition, newest first."""
-    stmt = filtered(conn, select(*SUMMARY_COLUMNS), dna=dna, dna_prefix=dna_prefix,
-                    filters=filters, since=since)
+    stmt = filtered(
+        conn, select(*SUMMARY_COLUMNS), dna=dna, dna_prefix=dna_prefix, filters=filters, since=since
+    )
     if stmt is None:
         return []
     stmt = _newest_first(stmt)

@@ -53,8 +53,12 @@ def _result(prepared: Prepared, status: RecordStatus) -> RecordResult:
             "already with other content; a recorded run is never changed"
         )
     return RecordResult(
-        run_id=prepared.run_id, dna=prepared.dna, generated_at=iso(prepared.generated_at),
-        status=status, source=prepared.source, message=message,
+        run_id=prepared.run_id,
+        dna=prepared.dna,
+        generated_at=iso(prepared.generated_at),
+        status=status,
+        source=prepared.source,
+        message=message,
     )
 
 
@@ -117,8 +121,7 @@ class Recorder:
                 self._interned.add(interned)
         states = iter(status)
         return [
-            _result(item, next(states)) if isinstance(item, Prepared) else item
-            for item in items
+            _result(item, next(states)) if isinstance(item, Prepared) else item for item in items
         ]
 
     def run(self, batches: Iterable[Sequence[BatchItem]]) -> Iterator[RecordResult]:

@@ -27,7 +27,10 @@ def _is_file_name(text: str) -> bool:
     from expdna.store.prepare import RUN_ID
 
     return (
-        os.path.exists(text) or os.sep in text or "/" in text or text.endswith(".json")
+        os.path.exists(text)
+        or os.sep in text
+        or "/" in text
+        or text.endswith(".json")
         or RUN_ID.fullmatch(text) is None
     )
 

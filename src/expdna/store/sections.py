@@ -97,8 +97,7 @@ class SectionMemo:
     def keys(doc: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
         """Each memoised section's key: its JSON itself, or the BLAKE3 of a long one (which
         no JSON text equals); "" for an empty section."""
-        return {key: _memo_key(parts[key]) if doc.get(key) else ""
-                for key in SHARED if key in doc}
+        return {key: _memo_key(parts[key]) if doc.get(key) else "" for key in SHARED if key in doc}
 
     def sections(self, doc: dict[str, Any], keys: dict[str, str]) -> dict[str, str]:
         """The DNA section digests of ``doc`` (whose ``config.dna_ignore`` is empty)."""

@@ -64,8 +64,14 @@ class MetricStats:
     cv: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "mean": self.mean, "std": self.std, "min": self.min,
-                "max": self.max, "cv": self.cv}
+        return {
+            "n": self.n,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+            "cv": self.cv,
+        }
 
 
 def summarise(values: Sequence[float]) -> MetricStats | None:
@@ -77,8 +83,7 @@ def summarise(values: Sequence[float]) -> MetricStats | None:
     mean = float(statistics.mean(values))
     std = float(statistics.stdev(values)) if len(values) > 1 else None
     cv = std / abs(mean) if std is not None and mean != 0 else None
-    return MetricStats(n=len(values), mean=mean, std=std, min=min(values), max=max(values),
-                       cv=cv)
+    return MetricStats(n=len(values), mean=mean, std=std, min=min(values), max=max(values), cv=cv)
 
 
 def summarise_rows(
@@ -113,8 +118,7 @@ def touched_sections(pattern: str) -> frozenset[str]:
     pattern's literal head (before its first glob character) decides: with a dot in it,
     the section is the part before that dot; without, any section the head begins.
     """
-    cut = min((i for i in (pattern.find(c) for c in _GLOB_CHARS) if i >= 0),
-              default=len(pattern))
+    cut = min((i for i in (pattern.find(c) for c in _GLOB_CHARS) if i >= 0), default=len(pattern))
     head = pattern[:cut]
     if "." in head:
         section = head.split(".", 1)[0]
@@ -177,11 +181,14 @@ class Stability:
 
 def _chunks(items: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def _widened(
-    conn: Connection, read: Callable[[str], bytes], dna: str, sections: dict[str, str],
+    conn: Connection,
+    read: Callable[[str], bytes],
+    dna: str,
+    sections: dict[str, str],
     patterns: Sequence[str],
 ) -> tuple[list[str], list[str]]:
     """The DNAs pooled with ``dna`` under ``patterns``, and the patterns that matched nothing."""
@@ -193,7 +200,8 @@ def _widened(
     same = [SECTION_COLUMNS[s] == sections[s] for s in DNA_SECTIONS if s not in touched]
     # One stored manifest per distinct DNA (see the module doc: it stands for them all).
     candidates: dict[str, str] = {
-        candidate: digest for candidate, digest in conn.execute(
+        candidate: digest
+        for candidate, digest in conn.execute(
             select(Run.dna, func.min(Blob.digest))
             .join(Blob, Blob.id == Run.manifest_blob_id)
             .where(*same)
@@ -220,7 +228,8 @@ def _runs(conn: Connection, dnas: Sequence[str]) -> list[str]:
     found: list[tuple[datetime, str]] = []
     for chunk in _chunks(dnas):
         found += [
-            (moment, run_id) for moment, run_id in conn.execute(
+            (moment, run_id)
+            for moment, run_id in conn.execute(
                 select(Run.generated_at, Run.run_id).where(Run.dna.in_(chunk))
             )
         ]
@@ -248,7 +257,11 @@ def _metric_rows(
 
 
 def stability(
-    store: Store, ref: str, *, metrics: Sequence[str] = (), ignore: Sequence[str] = (),
+    store: Store,
+    ref: str,
+    *,
+    metrics: Sequence[str] = (),
+    ignore: Sequence[str] = (),
 ) -> Stability:
     """Statistics of the final metrics of every run sharing the DNA of ``ref``.
 
@@ -271,6 +284,11 @@ def stability(
         rows = _metric_rows(conn, dnas, names)
     summary = summarise_rows(rows, names)
     return Stability(
-        dna=target.dna, runs=runs, ignored=patterns, dnas=dnas, metrics=summary,
-        missing=[n for n in names if n not in summary], unmatched=unmatched,
+        dna=target.dna,
+        runs=runs,
+        ignored=patterns,
+        dnas=dnas,
+        metrics=summary,
+        missing=[n for n in names if n not in summary],
+        unmatched=unmatched,
     )

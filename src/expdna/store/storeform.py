@@ -62,8 +62,7 @@ def move_patches(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]
     patches: dict[str, bytes] = {}
     code = doc.get("code")
     if isinstance(code, dict) and code:
-        code = {name: dict(repo) if isinstance(repo, dict) else repo
-                for name, repo in code.items()}
+        code = {name: dict(repo) if isinstance(repo, dict) else repo for name, repo in code.items()}
         doc = {**doc, "code": code}
         for repo in code.values():
             patch = repo.get("patch") if isinstance(repo, dict) else None

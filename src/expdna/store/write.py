@@ -44,7 +44,7 @@ _INSERTS: dict[str, Callable[[Table], Any]] = {
 
 def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def insert_ignore(conn: Connection, entity: type[Base], keys: list[str]) -> Insert:
@@ -105,10 +105,15 @@ def write_batch(
     blobs: dict[str, dict[str, Any]] = {}
     for prepared in new:
         for blob in prepared.blobs:
-            blobs.setdefault(blob.digest, {
-                "digest": blob.digest, "algorithm": ALGORITHM, "size": len(blob.data),
-                "kind": blob.kind,
-            })
+            blobs.setdefault(
+                blob.digest,
+                {
+                    "digest": blob.digest,
+                    "algorithm": ALGORITHM,
+                    "size": len(blob.data),
+                    "kind": blob.kind,
+                },
+            )
     insert_absent(conn, Blob, [blobs[d] for d in sorted(blobs)], ["digest", "algorithm"])
     ids = blob_ids(conn, blobs)
 
@@ -156,12 +161,20 @@ def write_batch(
     bulk_insert(conn, Metric, ("run_pk", "name", "value"), metrics)
     edges = sorted(
         (parent, p.run_id, relation)
-        for p in new if p.lineage and p.run_id in inserted for relation, parent in p.lineage
+        for p in new
+        if p.lineage and p.run_id in inserted
+        for relation, parent in p.lineage
     )
     if edges:  # an edge made earlier with `expdna link` is kept as it is
-        conn.execute(insert_ignore(conn, Lineage, list(LINEAGE_KEY)), [
-            {**dict(zip(LINEAGE_KEY, edge, strict=True)), "source": "manifest",
-             "recorded_at": now}
-            for edge in edges
-        ])
+        conn.execute(
+            insert_ignore(conn, Lineage, list(LINEAGE_KEY)),
+            [
+                {
+                    **dict(zip(LINEAGE_KEY, edge, strict=True)),
+                    "source": "manifest",
+                    "recorded_at": now,
+                }
+                for edge in edges
+            ],
+        )
     return status, interned
