@@ -33,9 +33,9 @@ from blake3 import blake3
 from expdna.collectors import data as data_mod
 from expdna.collectors.context import CollectContext
 from expdna.collectors.data import digest_root
-from expdna.collectors.digest_cache import RACY_WINDOW_NS, DigestCache
 from expdna.compare.data import verify_data
 from expdna.digest import hash_file
+from expdna.digest.cache import RACY_WINDOW_NS, DigestCache
 
 GiB = 1 << 30
 READ_BUFFER = 16 << 20

@@ -55,7 +55,7 @@ DRIVERS = [f"550.{54 + k}.{k:02d}" for k in range(20)]
 PIN_EVERY = 10
 BATCH = 500
 #: Runs a record_many call: from its second batch on, a call overlaps checking a batch
-#: with writing the previous one's blobs (expdna.store.recorder).
+#: with writing the previous one's blobs (expdna.store.record.recorder).
 CALL = 10_000
 LOOKUPS = 50
 MLFLOW = {
@@ -166,7 +166,7 @@ def add_pins(store: Store, size: int) -> None:
     """One pinned checkpoint every PIN_EVERY runs, inserted in bulk (building the history)."""
     from sqlalchemy import insert, select
 
-    from expdna.store.models import Pin, Run
+    from expdna.store.index.models import Pin, Run
 
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     wanted = [run_id(i) for i in range(0, size, PIN_EVERY)]
@@ -267,8 +267,8 @@ def measure(
     history = History()
     store_dir = root / f"store_{label}_{size}"
     if index_url:
-        from expdna.store.index import open_index
-        from expdna.store.migrate import upgrade
+        from expdna.store.index.engine import open_index
+        from expdna.store.index.migrate import upgrade
 
         index = open_index(store_dir, index_url)
         upgrade(index)

@@ -122,7 +122,7 @@ def test_large_dataset_without_its_listing_reports_counts(tmp_path: Path) -> Non
 
 def test_listing_from_the_store_names_files(tmp_path: Path) -> None:
     from expdna.collectors.data import listing_for
-    from expdna.store.objects import ObjectDir
+    from expdna.store.objects.directory import ObjectDir
 
     ds = tmp_path / "big"
     ds.mkdir()

@@ -20,11 +20,11 @@ from expdna.errors import InvalidInputError
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import Manifest
 from expdna.store import Store
-from expdna.store.blobwriter import BlobWriter, serve
-from expdna.store.objects import ObjectDir
+from expdna.store.objects.blobwriter import BlobWriter, serve
+from expdna.store.objects.directory import ObjectDir
 from tests.unit.test_store_factory import synthetic
 
-BATCH = 80  # at least expdna.store.recorder.MIN_HELPER_BLOBS runs a batch
+BATCH = 80  # at least expdna.store.record.recorder.MIN_HELPER_BLOBS runs a batch
 
 
 def helpers() -> list[int]:
@@ -40,7 +40,7 @@ def helpers() -> list[int]:
             continue
         ppid = int(stat_line.rsplit(")", 1)[1].split()[1])
         state = stat_line.rsplit(")", 1)[1].split()[0]
-        if ppid == os.getpid() and state != "Z" and b"expdna.store.blobwriter" in cmdline:
+        if ppid == os.getpid() and state != "Z" and b"expdna.store.objects.blobwriter" in cmdline:
             found.append(int(entry.name))
     return found
 

@@ -232,7 +232,7 @@ def test_fsck_and_gc(tmp_path: Path) -> None:
 
 
 def test_db_current_and_upgrade(tmp_path: Path) -> None:
-    from expdna.store.migrate import HEAD
+    from expdna.store.index.migrate import HEAD
 
     root = tmp_path / "store"
     upgraded = run(root, "db", "upgrade")

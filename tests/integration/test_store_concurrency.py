@@ -106,7 +106,7 @@ def test_concurrent_recorders_on_sqlite(tmp_path: Path) -> None:
 
 
 # Calls of one batch (written in the recorder) and calls of two (the second batch's blobs
-# written by the helper process, expdna.store.blobwriter), in turn.
+# written by the helper process, expdna.store.objects.blobwriter), in turn.
 _KILLED_RECORDER = """
 import itertools, sys
 from expdna.store import Store

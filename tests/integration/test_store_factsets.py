@@ -11,10 +11,10 @@ from sqlalchemy import Connection, func, select
 
 from expdna.manifest.io import manifest_from_dict
 from expdna.store import Filter, Store
-from expdna.store.factsets import is_own, partition, set_digest
-from expdna.store.migrate import alembic_config
-from expdna.store.models import Fact, FactSet, FactSetMember, Run, RunFactSet
+from expdna.store.index.migrate import alembic_config
+from expdna.store.index.models import Fact, FactSet, FactSetMember, Run, RunFactSet
 from expdna.store.queries import named_filter
+from expdna.store.record.factsets import is_own, partition, set_digest
 from tests.unit.test_store_factory import synthetic, synthetic_doc
 
 RUNS = 12
@@ -83,7 +83,7 @@ def test_a_repeated_section_is_stored_once(tmp_path: Path) -> None:
 
 
 def _value_ids(conn: Connection, path: str) -> list[int]:
-    from expdna.store.models import FactPath, FactValue
+    from expdna.store.index.models import FactPath, FactValue
 
     return list(
         conn.execute(

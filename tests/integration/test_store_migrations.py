@@ -16,8 +16,8 @@ from sqlalchemy import create_engine, text
 
 from expdna.store import Store
 from expdna.store.errors import IndexRevisionError
-from expdna.store.migrate import HEAD, alembic_config, current_revision
-from expdna.store.models import Base
+from expdna.store.index.migrate import HEAD, alembic_config, current_revision
+from expdna.store.index.models import Base
 
 
 def test_head_constant_is_alembics_head_and_ids_were_generated() -> None:

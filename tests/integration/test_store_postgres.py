@@ -19,9 +19,9 @@ import pytest
 
 from expdna.store import Store
 from expdna.store.errors import IndexRevisionError, IndexUnavailableError
-from expdna.store.index import open_index
-from expdna.store.migrate import HEAD, alembic_config, current_revision, upgrade
-from expdna.store.models import Base
+from expdna.store.index.engine import open_index
+from expdna.store.index.migrate import HEAD, alembic_config, current_revision, upgrade
+from expdna.store.index.models import Base
 from expdna.store.queries import named_filter
 from tests.integration.test_store_concurrency import pin_and_link_concurrently, record_concurrently
 from tests.unit.test_store_factory import VBIOS, synthetic
@@ -167,10 +167,10 @@ def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) 
 
 def test_postgres_statements_are_planned_for_their_parameters(pg_store: Store) -> None:
     """No server-side prepared statements: a generic plan of the batch lookups scans a
-    whole path's values (see expdna.store.index)."""
+    whole path's values (see expdna.store.index.engine)."""
     from sqlalchemy import select
 
-    from expdna.store.models import Run
+    from expdna.store.index.models import Run
 
     with pg_store.index.read() as conn:
         for _ in range(8):  # psycopg would prepare from the fifth run on

@@ -219,7 +219,7 @@ def collide_prefix(store: Store, run_id: str, with_dna: str, length: int = 6) ->
     """
     from sqlalchemy import update
 
-    from expdna.store.models import Run
+    from expdna.store.index.models import Run
 
     crafted = with_dna[:length] + ("0" if with_dna[length] != "0" else "1") + with_dna[length + 1 :]
     with store.index.write() as conn:
@@ -271,7 +271,7 @@ def test_gc_removes_only_unreferenced_objects(history: Store) -> None:
 def test_metrics_are_recorded(store: Store) -> None:
     from sqlalchemy import select
 
-    from expdna.store.models import Metric
+    from expdna.store.index.models import Metric
 
     store.record(synthetic(3))
     with store.index.read() as conn:

@@ -28,9 +28,9 @@ from expdna.collectors.data import (
     listing_for,
     parse_listing,
 )
-from expdna.collectors.digest_cache import DigestCache
 from expdna.compare.data import DataCheck, resolve_root, verify_data
 from expdna.digest import ref_of
+from expdna.digest.cache import DigestCache
 
 
 def later() -> int:

@@ -1,6 +1,6 @@
 """The persistent digest cache: real SQLite files, real files, real stat results.
 
-Limits (by design, documented in expdna.collectors.digest_cache): a digest is trusted
+Limits (by design, documented in expdna.digest.cache): a digest is trusted
 while (device, inode, size, mtime_ns, ctime_ns) are unchanged. An edit that keeps all
 five (which needs the clock set back, or writing the block device directly) is not seen;
 a file system without real ctime (some FUSE mounts) only has size + mtime to go by.
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from blake3 import blake3
 
-from expdna.collectors import digest_cache
 from expdna.collectors.data import digest_root
-from expdna.collectors.digest_cache import FILE_NAME, DigestCache
+from expdna.digest import cache as digest_cache
+from expdna.digest.cache import FILE_NAME, DigestCache
 
 
 def later() -> int:
@@ -143,7 +143,7 @@ OTHER_PROCESS = """
 import sys
 from pathlib import Path
 from expdna.collectors.data import digest_root
-from expdna.collectors.digest_cache import DigestCache
+from expdna.digest.cache import DigestCache
 cache = DigestCache.open(Path(sys.argv[1]))
 scan = digest_root(Path(sys.argv[2]), cache=cache)
 print(scan.hashed, scan.cached, scan.digest())
@@ -221,7 +221,7 @@ def test_corrupt_cache_warns_hashes_and_is_rebuilt(
     directory = tmp_path / "cache"
     directory.mkdir()
     (directory / FILE_NAME).write_bytes(b"this is not a database" * 100)
-    with caplog.at_level(logging.WARNING, logger="expdna.collectors.digest_cache"):
+    with caplog.at_level(logging.WARNING, logger="expdna.digest.cache"):
         opened = DigestCache.open(directory)
     assert "corrupt" in caplog.text
     assert opened is not None  # rebuilt in place
@@ -254,7 +254,7 @@ def test_malformed_pages_are_rebuilt(tmp_path: Path, caplog: pytest.LogCaptureFi
     data = bytearray(path.read_bytes())
     data[200:] = b"\xff" * (len(data) - 200)
     path.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="expdna.collectors.digest_cache"):
+    with caplog.at_level(logging.WARNING, logger="expdna.digest.cache"):
         again = DigestCache.open(directory)
         rows = rows_of(root, again, later())
         if again is not None:
@@ -271,7 +271,7 @@ def test_cache_error_mid_run_never_fails_the_scan(
     conn = sqlite3.connect(cache.path)
     conn.execute("DROP TABLE digests")  # another process broke it after we opened
     conn.close()
-    with caplog.at_level(logging.WARNING, logger="expdna.collectors.digest_cache"):
+    with caplog.at_level(logging.WARNING, logger="expdna.digest.cache"):
         rows = rows_of(root, cache, later())
     assert rows == {rel: blake3(data).hexdigest() for rel, data in contents.items()}
     assert "lookup failed" in caplog.text
@@ -283,7 +283,7 @@ def test_unusable_cache_directory_warns_and_hashes(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    with caplog.at_level(logging.WARNING, logger="expdna.collectors.digest_cache"):
+    with caplog.at_level(logging.WARNING, logger="expdna.digest.cache"):
         assert DigestCache.open(blocker / "cache") is None
     assert "unusable" in caplog.text
 
@@ -331,7 +331,7 @@ CONCURRENT = """
 import sys, time
 from pathlib import Path
 from expdna.collectors.data import digest_root
-from expdna.collectors.digest_cache import DigestCache
+from expdna.digest.cache import DigestCache
 later = time.time_ns() + 60 * 10**9
 for _ in range(5):
     cache = DigestCache.open(Path(sys.argv[1]))

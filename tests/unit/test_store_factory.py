@@ -124,7 +124,7 @@ def test_same_setup_same_dna_other_setup_other_dna() -> None:
 
 
 def test_about_eighty_leaves() -> None:
-    from expdna.store.flatten import flatten
+    from expdna.store.record.flatten import flatten
 
     facts, metrics = flatten(synthetic(1).to_dict())
     assert 70 <= len(facts) <= 100

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from expdna.digest import hex_of
+from expdna.digest.refs import parse_digest
 from expdna.errors import InvalidInputError, NotFoundError
-from expdna.store import objects as objects_module
-from expdna.store.digests import parse_digest
+from expdna.store.objects import directory as objects_module
 from expdna.store.errors import CorruptObjectError, InvalidDigestError, MissingObjectError
-from expdna.store.objects import ObjectDir
+from expdna.store.objects.directory import ObjectDir
 
 
 @pytest.fixture
@@ -128,7 +128,8 @@ def test_importing_the_store_package_stays_light() -> None:
     import sys
 
     code = (
-        "import sys, expdna, expdna.store, expdna.store.objects, expdna.store.prepare;"
+        "import sys, expdna, expdna.store, expdna.store.objects.directory;"
+        "import expdna.store.record.prepare;"
         "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported';"
         "expdna.Store;"
         "assert 'sqlalchemy' in sys.modules"

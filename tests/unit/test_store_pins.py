@@ -134,7 +134,7 @@ def test_large_checkpoint_digests_come_from_the_stat_keyed_cache(
 ) -> None:
     # A file changed within the racy window is never vouched for; this one was just
     # written, so the window is shrunk rather than waited out.
-    monkeypatch.setattr("expdna.collectors.digest_cache.RACY_WINDOW_NS", 0)
+    monkeypatch.setattr("expdna.digest.cache.RACY_WINDOW_NS", 0)
     big = tmp_path / "big.pt"
     big.write_bytes(os.urandom(SMALL_FILE_BYTES + 1))
     old = time.time() - 60

@@ -10,13 +10,13 @@ import pytest
 
 from expdna.digest import hex_of, ref_of
 from expdna.errors import InvalidInputError
+from expdna.filesystems import is_network_fstype, network_fstype
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict, serialise
 from expdna.store.errors import DnaMismatchError
-from expdna.store.flatten import MAX_VALUE_CHARS, flatten, query_value
-from expdna.store.mounts import is_network_fstype, network_fstype
-from expdna.store.prepare import parse_time, prepare
-from expdna.store.storeform import moved_patches, to_file_form, to_store_form
+from expdna.store.record.flatten import MAX_VALUE_CHARS, flatten, query_value
+from expdna.store.record.prepare import parse_time, prepare
+from expdna.store.record.storeform import moved_patches, to_file_form, to_store_form
 from tests.unit.test_store_factory import PATCH_TEXT, VBIOS, synthetic, synthetic_doc
 
 

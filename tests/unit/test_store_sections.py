@@ -13,9 +13,9 @@ import pytest
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict
 from expdna.store.errors import DnaMismatchError
-from expdna.store.prepare import Prepared, prepare_doc
-from expdna.store.sections import SectionMemo, assemble, split
-from expdna.store.storeform import dumps
+from expdna.store.record.prepare import Prepared, prepare_doc
+from expdna.store.record.sections import SectionMemo, assemble, split
+from expdna.store.record.storeform import dumps
 from tests.unit.test_store_factory import synthetic, synthetic_doc
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "dna"

@@ -8,8 +8,8 @@ import click
 
 from expdna.cli.diff import shown
 from expdna.cli.output import emit_json
+from expdna.cli.refs import load_manifests
 from expdna.compare.check import CheckReport, CheckResult, check_live
-from expdna.store.refs import load_manifests
 
 
 def result_line(result: CheckResult) -> str:

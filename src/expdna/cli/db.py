@@ -16,8 +16,8 @@ def db_group() -> None:
 @click.pass_context
 def upgrade_command(ctx: click.Context) -> None:
     """Upgrade the index (--index-url, or the store's SQLite) to this expdna's schema."""
-    from expdna.store.index import shown
-    from expdna.store.migrate import upgrade
+    from expdna.store.index.engine import shown
+    from expdna.store.index.migrate import upgrade
 
     with open_store(ctx, checked=False) as store:
         before, after = upgrade(store.index)
@@ -32,8 +32,8 @@ def upgrade_command(ctx: click.Context) -> None:
 @click.pass_context
 def current_command(ctx: click.Context) -> None:
     """Print the index's schema revision; exit 1 when it is not this expdna's head."""
-    from expdna.store.index import shown
-    from expdna.store.migrate import HEAD, current_revision
+    from expdna.store.index.engine import shown
+    from expdna.store.index.migrate import HEAD, current_revision
 
     with open_store(ctx, checked=False) as store, store.index.read() as conn:
         found = current_revision(conn)

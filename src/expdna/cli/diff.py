@@ -10,9 +10,9 @@ from typing import Any
 import click
 
 from expdna.cli.output import emit_json
+from expdna.cli.refs import load_manifests
 from expdna.compare.diff import DiffReport, diff_manifests
 from expdna.manifest.dna import short
-from expdna.store.refs import load_manifests
 
 #: Longest value shown whole in text output; JSON output always carries the full value.
 MAX_SHOWN = 60

@@ -6,7 +6,7 @@ FIFOs and sockets skipped; ``\\``, tab and newline in a name escaped as ``\\\\``
 ``\\n``); the dataset's digest is ``blake3:`` of those bytes, the blob the store keeps.
 
 Cost: one ``os.scandir`` walk reusing its stat results; then one cache row when no file's
-stat changed (digest_cache ``trees``), else one batched per-file query, and hashing only
+stat changed (the digest cache's ``trees``), else one batched per-file query, and hashing only
 what the cache cannot vouch for. During collection the
 collector stops hashing shortly before its deadline and records the dataset without a
 digest; what it hashed is cached, so the next run gets further.
@@ -31,7 +31,7 @@ from expdna.collectors.context import CollectContext, Partial
 from expdna.digest import hash_file, hex_of, ref_of
 
 if TYPE_CHECKING:  # the cache (sqlite3) and pyarrow helpers load only when data is given
-    from expdna.collectors.digest_cache import DigestCache, StatKey
+    from expdna.digest.cache import DigestCache, StatKey
 
 #: Listings of datasets up to this many files in all are embedded in the manifest (about
 #: 150 bytes a file in the indented file form, against the manifest's 100 KB cap).
@@ -372,7 +372,7 @@ def _stat_digest(items: list[Item]) -> str:
 
 
 def _racy_window_ns() -> int:
-    from expdna.collectors.digest_cache import RACY_WINDOW_NS
+    from expdna.digest.cache import RACY_WINDOW_NS
 
     return RACY_WINDOW_NS
 
@@ -380,7 +380,7 @@ def _racy_window_ns() -> int:
 def open_cache(use_cache: bool, environ: Mapping[str, str] | None = None) -> DigestCache | None:
     if not use_cache:
         return None
-    from expdna.collectors.digest_cache import DigestCache, cache_dir
+    from expdna.digest.cache import DigestCache, cache_dir
 
     return DigestCache.open(cache_dir(environ))
 

@@ -1,7 +1,7 @@
 """Parquet and Arrow IPC (Feather v2) facts from the file footer alone: no data is read.
 
 pyarrow is imported only when a dataset holds such a file; without it the facts are
-missing and a warning says why. Facts are cached by file digest (see digest_cache), so an
+missing and a warning says why. Facts are cached by file digest (see expdna.digest.cache), so an
 unchanged dataset does not import pyarrow at all.
 
 The schema digest is ``blake3:`` of canonical JSON of ``[[name, type, nullable], ...]`` of
@@ -23,7 +23,7 @@ from expdna.digest import ref_of
 from expdna.manifest.canonical import canonical_bytes
 
 if TYPE_CHECKING:
-    from expdna.collectors.digest_cache import DigestCache
+    from expdna.digest.cache import DigestCache
 
 log = logging.getLogger(__name__)
 

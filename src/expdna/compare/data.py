@@ -28,7 +28,7 @@ from expdna.collectors.data import (
 from expdna.digest import ref_of
 
 if TYPE_CHECKING:
-    from expdna.collectors.digest_cache import DigestCache
+    from expdna.digest.cache import DigestCache
 
 
 @dataclass

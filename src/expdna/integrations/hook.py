@@ -289,7 +289,7 @@ def _lineage_edges(lineage: Any, run_id: str, notes: list[str]) -> list[tuple[st
     Checked as :meth:`expdna.store.Store.record` checks a manifest's ``lineage`` list, so
     one bad edge costs only itself, never the recording of the run.
     """
-    from expdna.store.prepare import edge_problem
+    from expdna.store.record.prepare import edge_problem
 
     try:
         if isinstance(lineage, Mapping):

@@ -1,6 +1,6 @@
 """Alembic environment for the expdna index.
 
-Run by :mod:`expdna.store.migrate` with an open connection in
+Run by :mod:`expdna.store.index.migrate` with an open connection in
 ``config.attributes["connection"]`` (inside the caller's transaction), or by the
 ``alembic`` command with ``sqlalchemy.url`` set. SQLite gets batch mode, which rebuilds a
 table to alter it; the metadata's naming convention gives every constraint the name batch
@@ -12,7 +12,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, create_engine, pool
 
-from expdna.store.models import Base
+from expdna.store.index.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -3,7 +3,7 @@ they were.
 
 A checkpoint is gigabytes; asking ``which`` about the same unchanged file again costs one
 ``stat`` through the digest cache the data collector keeps
-(:mod:`expdna.collectors.digest_cache`): a digest is trusted while the file's device,
+(:mod:`expdna.digest.cache`): a digest is trusted while the file's device,
 inode, size, mtime and ctime all match. Small files are hashed directly (faster than the
 cache round trip).
 """
@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from expdna.digest import ALGORITHM, SMALL_FILE_BYTES, hash_file
+from expdna.digest.refs import parse_digest
 from expdna.errors import InvalidInputError
 from expdna.manifest.redact import redact_text
 from expdna.store import pins
-from expdna.store.digests import parse_digest
 from expdna.store.entities import PinRecord
-from expdna.store.index import Index
+from expdna.store.index.engine import Index
 
 if TYPE_CHECKING:
-    from expdna.collectors.digest_cache import DigestCache, StatKey
+    from expdna.digest.cache import DigestCache, StatKey
 
 HOME_MARK = "<HOME>/"
 _I64 = 1 << 63

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from expdna.errors import ExpdnaError
+from expdna.filesystems import DEFAULT_MOUNTS
 from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
 from expdna.store import checkpoints, lineage, maintenance, pins, queries
@@ -34,15 +35,14 @@ from expdna.store.entities import (
     RunSummary,
 )
 from expdna.store.errors import RunConflictError, StoreError
-from expdna.store.index import Index, open_index
-from expdna.store.migrate import ensure_current
-from expdna.store.mounts import DEFAULT_MOUNTS
-from expdna.store.objects import ObjectDir
-from expdna.store.prepare import prepare
+from expdna.store.index.engine import Index, open_index
+from expdna.store.index.migrate import ensure_current
+from expdna.store.objects.directory import ObjectDir
 from expdna.store.queries import Filter
-from expdna.store.recorder import BatchItem, Recorder
-from expdna.store.sections import SectionMemo
-from expdna.store.storeform import to_file_form
+from expdna.store.record.prepare import prepare
+from expdna.store.record.recorder import BatchItem, Recorder
+from expdna.store.record.sections import SectionMemo
+from expdna.store.record.storeform import to_file_form
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class Store:
     ) -> list[RecordResult]:
         """Record many manifests, one transaction per batch of ``batch_size``. From the
         second batch on, a helper process writes each batch's blobs while the next batch is
-        checked (:mod:`expdna.store.recorder`); it ends with the call.
+        checked (:mod:`expdna.store.record.recorder`); it ends with the call.
 
         Each batch is checked whole before any of it is written: an invalid manifest
         raises, and only the batches before it are recorded (recording them again skips

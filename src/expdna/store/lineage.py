@@ -21,10 +21,10 @@ from sqlalchemy.orm import InstrumentedAttribute
 from expdna.errors import InvalidInputError
 from expdna.store.entities import RELATIONS, LineageEdge, LineageReport
 from expdna.store.errors import RunNotFoundError
-from expdna.store.index import Index
-from expdna.store.models import LINEAGE_KEY, Lineage, Run
+from expdna.store.index.engine import Index
+from expdna.store.index.models import LINEAGE_KEY, Lineage, Run
 from expdna.store.queries import resolve
-from expdna.store.write import chunks, insert_ignore
+from expdna.store.record.write import chunks, insert_ignore
 
 
 def check_relation(relation: str) -> str:

@@ -21,9 +21,9 @@ from sqlalchemy import Connection, delete, exists, func, select
 from expdna.digest import ALGORITHM
 from expdna.store.entities import FsckReport, GcReport
 from expdna.store.errors import CorruptObjectError, MissingObjectError
-from expdna.store.index import Index
-from expdna.store.models import Blob, Run, RunBlob
-from expdna.store.objects import ObjectDir
+from expdna.store.index.engine import Index
+from expdna.store.index.models import Blob, Run, RunBlob
+from expdna.store.objects.directory import ObjectDir
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, insert, select, text, update
 
 from expdna.digest import ALGORITHM
+from expdna.digest.refs import parse_digest
 from expdna.errors import InvalidInputError
-from expdna.store.digests import parse_digest
 from expdna.store.entities import PinRecord
-from expdna.store.index import Index
-from expdna.store.models import Pin, Run
+from expdna.store.index.engine import Index
+from expdna.store.index.models import Pin, Run
 from expdna.store.queries import resolve, run_pk
 
 if TYPE_CHECKING:

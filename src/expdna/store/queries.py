@@ -23,8 +23,7 @@ from expdna.store.errors import (
     InvalidRunRefError,
     RunNotFoundError,
 )
-from expdna.store.flatten import query_value
-from expdna.store.models import (
+from expdna.store.index.models import (
     SECTION_COLUMNS,
     Blob,
     Fact,
@@ -34,7 +33,8 @@ from expdna.store.models import (
     Run,
     RunFactSet,
 )
-from expdna.store.prepare import RUN_ID
+from expdna.store.record.flatten import query_value
+from expdna.store.record.prepare import RUN_ID
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -217,7 +217,7 @@ def filtered(
             value_ids = select(FactValue.id).where(
                 FactValue.path_id.in_(ids), FactValue.value == query_value(condition.value)
             )
-            # A run holds a fact itself or through a fact set (expdna.store.factsets).
+            # A run holds a fact itself or through a fact set (expdna.store.record.factsets).
             sets = select(FactSetMember.set_id).where(FactSetMember.value_id.in_(value_ids))
             holders = union_all(
                 select(Fact.run_pk).where(Fact.value_id.in_(value_ids)),

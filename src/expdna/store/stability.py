@@ -194,7 +194,7 @@ def _widened(
     """The DNAs pooled with ``dna`` under ``patterns``, and the patterns that matched nothing."""
     from sqlalchemy import func, select
 
-    from expdna.store.models import SECTION_COLUMNS, Blob, Run
+    from expdna.store.index.models import SECTION_COLUMNS, Blob, Run
 
     touched = frozenset().union(*(touched_sections(p) for p in patterns))
     same = [SECTION_COLUMNS[s] == sections[s] for s in DNA_SECTIONS if s not in touched]
@@ -223,7 +223,7 @@ def _runs(conn: Connection, dnas: Sequence[str]) -> list[str]:
     """Run ids of ``dnas``, oldest first."""
     from sqlalchemy import select
 
-    from expdna.store.models import Run
+    from expdna.store.index.models import Run
 
     found: list[tuple[datetime, str]] = []
     for chunk in _chunks(dnas):
@@ -241,7 +241,7 @@ def _metric_rows(
 ) -> list[tuple[str, str, float]]:
     from sqlalchemy import select
 
-    from expdna.store.models import Metric, Run
+    from expdna.store.index.models import Metric, Run
 
     rows: list[tuple[str, str, float]] = []
     for chunk in _chunks(dnas):

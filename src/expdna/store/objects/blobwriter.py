@@ -11,7 +11,7 @@ copy) and checks the next batch on one core while this process writes on the oth
 The protocol is strictly one batch at a time: the recorder sends a batch, later reads one
 reply line, and only then sends the next. A batch is a count, then each blob as a length
 and its bytes (little-endian 64-bit). The reply is ``ok`` once every blob is durable
-(:meth:`expdna.store.objects.ObjectDir.put_many`), or ``error <message>``. The helper
+(:meth:`expdna.store.objects.directory.ObjectDir.put_many`), or ``error <message>``. The helper
 hashes each blob itself, so what it names an object is always the BLAKE3 of its bytes.
 
 Any failure (the helper cannot start, dies, or reports an error) makes the recorder write
@@ -51,11 +51,15 @@ import os, sys, types
 if sys.path and sys.path[0] == "":
     del sys.path[0]
 package, root = sys.argv[1], sys.argv[2]
-for name, path in (("expdna", package), ("expdna.store", os.path.join(package, "store"))):
+for name, path in (
+    ("expdna", package),
+    ("expdna.store", os.path.join(package, "store")),
+    ("expdna.store.objects", os.path.join(package, "store", "objects")),
+):
     module = types.ModuleType(name)
     module.__path__ = [path]
     sys.modules[name] = module
-from expdna.store.blobwriter import main
+from expdna.store.objects.blobwriter import main
 main(root)
 """
 #: Seconds :meth:`BlobWriter.close` waits for the helper to finish its batch and exit.
@@ -75,7 +79,7 @@ class BlobWriter:
         if not _PYTHON.fullmatch(os.path.basename(sys.executable or "")):
             log.info("no blob-writing helper: %r is not a Python interpreter", sys.executable)
             return None
-        package = str(Path(__file__).resolve().parents[1])  # .../expdna
+        package = str(Path(__file__).resolve().parents[2])  # .../expdna
         try:
             process = subprocess.Popen(
                 [sys.executable, "-c", _BOOT, package, str(root)],
@@ -160,7 +164,7 @@ def _batch(stream: BinaryIO) -> list[bytes] | None:
 
 def serve(root: Path, source: BinaryIO, replies: BinaryIO) -> None:
     """Write each batch read from ``source`` into ``root``; reply after each."""
-    from expdna.store.objects import ObjectDir
+    from expdna.store.objects.directory import ObjectDir
 
     objects = ObjectDir(root)
     while (blobs := _batch(source)) is not None:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _is_file_name(text: str) -> bool:
-    from expdna.store.prepare import RUN_ID
+    from expdna.store.record.prepare import RUN_ID
 
     return (
         os.path.exists(text)
@@ -37,7 +37,7 @@ def _is_file_name(text: str) -> bool:
 
 def _open(store_dir: str | None, index_url: str | None, missing: str) -> Store:
     from expdna.store.facade import Store, default_store_dir
-    from expdna.store.index import SQLITE_NAME
+    from expdna.store.index.engine import SQLITE_NAME
 
     root = Path(store_dir) if store_dir else default_store_dir()
     url = index_url or os.environ.get("EXPDNA_INDEX_URL") or None

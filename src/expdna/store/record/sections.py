@@ -9,7 +9,7 @@ nothing is dumped twice, and a repeated section costs a hash and a dict lookup i
 projection, canonical JSON and a walk.
 
 :func:`split` gives up (returns None) where the assembled bytes could differ from
-:func:`expdna.store.storeform.dumps` of the whole document (a non-finite float, which that
+:func:`expdna.store.record.storeform.dumps` of the whole document (a non-finite float, which that
 writes as a marker string after normalising the whole document); callers then take the
 whole-document path. Tests hold the two paths equal.
 """
@@ -24,8 +24,8 @@ from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, make_encoder
 from expdna.manifest.dna import DNA_VERSION, PROJECTIONS
 from expdna.manifest.model import DNA_SECTIONS
-from expdna.store.factsets import FactSet, split_section, strip_own
-from expdna.store.flatten import COLUMN_KEYS, flatten
+from expdna.store.record.factsets import FactSet, split_section, strip_own
+from expdna.store.record.flatten import COLUMN_KEYS, flatten
 
 Pair = tuple[str, str]
 #: Entries kept per memo; past it the memo starts again (sections unique to one run, such
@@ -134,7 +134,7 @@ class SectionMemo:
     def facts(
         self, doc: dict[str, Any], keys: dict[str, str]
     ) -> tuple[tuple[FactSet, ...], FactSet, dict[str, float]]:
-        """``flatten(doc)`` as :func:`expdna.store.factsets.partition` splits it: one shared
+        """``flatten(doc)`` as :func:`expdna.store.record.factsets.partition` splits it: one shared
         set per section (a repeated section's set is the same object, which writers use to
         intern it once), the run's own facts, and the numeric metrics."""
         sets: list[FactSet] = []

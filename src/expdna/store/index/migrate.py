@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, inspect, text
 
 from expdna.store.errors import IndexRevisionError
-from expdna.store.index import Index, shown
+from expdna.store.index.engine import Index, shown
 
 if TYPE_CHECKING:
     from alembic.config import Config

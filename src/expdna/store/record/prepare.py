@@ -13,16 +13,16 @@ from datetime import datetime, timezone
 from typing import Any
 
 from expdna.digest import hex_of
+from expdna.digest.refs import ref
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, compute_dna, short
 from expdna.manifest.model import Manifest
-from expdna.store.digests import ref
 from expdna.store.entities import RELATIONS
 from expdna.store.errors import DnaMismatchError
-from expdna.store.factsets import FactSet, partition
-from expdna.store.flatten import flatten
-from expdna.store.sections import SectionMemo, assemble, split, to_json
-from expdna.store.storeform import move_patches, to_store_form
+from expdna.store.record.factsets import FactSet, partition
+from expdna.store.record.flatten import flatten
+from expdna.store.record.sections import SectionMemo, assemble, split, to_json
+from expdna.store.record.storeform import move_patches, to_store_form
 
 #: Run ids the store accepts: what expdna writes and what other writers plausibly do; never
 #: a path separator, whitespace or a shell metacharacter.
@@ -48,7 +48,7 @@ class Prepared:
     manifest_digest: str
     blobs: tuple[BlobData, ...]
     row: dict[str, Any]
-    #: the shared fact sets, one per section (expdna.store.factsets); a section repeated
+    #: the shared fact sets, one per section (expdna.store.record.factsets); a section repeated
     #: across runs is one object
     fact_sets: tuple[FactSet, ...]
     #: the facts that are the run's own, a row each

@@ -122,7 +122,7 @@ class FactValue(Base):
 
 
 class Fact(Base):
-    """A run's own facts (expdna.store.factsets: the leaves that name the run, metrics,
+    """A run's own facts (expdna.store.record.factsets: the leaves that name the run, metrics,
     collection notes): the key (value id, run) is the lookup index. The rest of a run's
     facts are in the fact sets it links to (``run_fact_sets``).
 
@@ -142,7 +142,7 @@ class Fact(Base):
 
 
 class FactSet(Base):
-    """A section's shared facts (expdna.store.factsets), stored once for every run holding
+    """A section's shared facts (expdna.store.record.factsets), stored once for every run holding
     them; ``digest`` is BLAKE3 of its sorted (path, value) pairs."""
 
     __tablename__ = "fact_sets"

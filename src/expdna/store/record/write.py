@@ -16,10 +16,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
 from expdna.digest import ALGORITHM
-from expdna.store.bulk import bulk_insert, insert_absent, table_of
 from expdna.store.entities import RecordStatus
-from expdna.store.intern import InternCache, Interned, intern_pairs, intern_sets
-from expdna.store.models import (
+from expdna.store.index.bulk import bulk_insert, insert_absent, table_of
+from expdna.store.index.intern import InternCache, Interned, intern_pairs, intern_sets
+from expdna.store.index.models import (
     LINEAGE_KEY,
     Base,
     Blob,
@@ -30,7 +30,7 @@ from expdna.store.models import (
     RunBlob,
     RunFactSet,
 )
-from expdna.store.prepare import Prepared
+from expdna.store.record.prepare import Prepared
 
 T = TypeVar("T")
 #: Parameters per IN list: under SQLite's limit, small enough for PostgreSQL plans.
@@ -117,7 +117,7 @@ def write_batch(
     insert_absent(conn, Blob, [blobs[d] for d in sorted(blobs)], ["digest", "algorithm"])
     ids = blob_ids(conn, blobs)
 
-    # Runs share fact sets (one per section, expdna.store.factsets): each distinct set is
+    # Runs share fact sets (one per section, expdna.store.record.factsets): each distinct set is
     # interned once per batch, and a run adds one row per set.
     sets = list({id(fact_set): fact_set for p in new for fact_set in p.fact_sets}.values())
     interned = intern_pairs(conn, set().union(*sets, *(p.own_facts for p in new)), cache)

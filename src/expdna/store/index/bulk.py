@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Dialect, Table
 
-from expdna.store.models import Base
+from expdna.store.index.models import Base
 
 
 def table_of(entity: type[Base]) -> Table:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, select
 
-from expdna.store.bulk import bulk_insert, insert_absent
-from expdna.store.factsets import FactSet as Facts
-from expdna.store.factsets import set_digest
-from expdna.store.models import FactPath, FactSet, FactSetMember, FactValue
+from expdna.store.index.bulk import bulk_insert, insert_absent
+from expdna.store.index.models import FactPath, FactSet, FactSetMember, FactValue
+from expdna.store.record.factsets import FactSet as Facts
+from expdna.store.record.factsets import set_digest
 
 #: Rows per IN list (under SQLite's parameter limit) and per executemany.
 CHUNK = 500

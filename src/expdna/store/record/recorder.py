@@ -1,7 +1,7 @@
 """Recording batches: blobs first, then the batch's index rows in one transaction.
 
 Batches overlap in one place only. From the second batch of a call on, a batch's blobs go
-to a helper process (:mod:`expdna.store.blobwriter`), and the recorder checks the next
+to a helper process (:mod:`expdna.store.objects.blobwriter`), and the recorder checks the next
 batch while the helper writes; the batch's index rows are written once the helper says its
 blobs are durable, so the order "blobs first, index row last" holds for every run. The
 first batch is written in this process: a call that records one batch (``Store.record``,
@@ -26,14 +26,14 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from expdna.store.blobwriter import BlobWriter
 from expdna.store.entities import RecordResult, RecordStatus, iso
 from expdna.store.errors import StoreError
-from expdna.store.index import Index
-from expdna.store.intern import InternCache
-from expdna.store.objects import ObjectDir
-from expdna.store.prepare import Prepared
-from expdna.store.write import recorded_digests, write_batch
+from expdna.store.index.engine import Index
+from expdna.store.index.intern import InternCache
+from expdna.store.objects.blobwriter import BlobWriter
+from expdna.store.objects.directory import ObjectDir
+from expdna.store.record.prepare import Prepared
+from expdna.store.record.write import recorded_digests, write_batch
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from expdna.digest import hex_of
+from expdna.digest.refs import parse_digest, ref
 from expdna.manifest.canonical import normalise
 from expdna.manifest.model import Manifest
-from expdna.store.digests import parse_digest, ref
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 from expdna.errors import InvalidInputError
+from expdna.filesystems import DEFAULT_MOUNTS, network_fstype
 from expdna.store.errors import IndexUnavailableError, NetworkFilesystemError
-from expdna.store.mounts import DEFAULT_MOUNTS, network_fstype
 
 log = logging.getLogger(__name__)
 

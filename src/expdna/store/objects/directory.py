@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from expdna.digest import hex_of
-from expdna.store.digests import parse_digest
+from expdna.digest.refs import parse_digest
 from expdna.store.errors import CorruptObjectError, MissingObjectError
 
 log = logging.getLogger(__name__)
