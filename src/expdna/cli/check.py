@@ -13,8 +13,11 @@ from expdna.compare.check import CheckReport, CheckResult, check_live
 
 
 def result_line(result: CheckResult) -> str:
+    if result.recorded is None and result.current is None and result.note:
+        return f"{result.status} {result.field}: {result.note}"
     current = "(unknown)" if result.current is None else shown(result.current)
-    return f"{result.status} {result.field}: {shown(result.recorded)} -> {current}"
+    line = f"{result.status} {result.field}: {shown(result.recorded)} -> {current}"
+    return f"{line} ({result.note})" if result.note else line
 
 
 def verdict_line(report: CheckReport) -> str:
@@ -47,9 +50,11 @@ def check_command(
 
     MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
 
-    FAIL: another commit or patch, another GPU model, another Python/CUDA/torch major.
-    WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, or a value
-    that cannot be read here. Exit 0 without FAIL, 1 with any FAIL.
+    FAIL: a manifest edited after it was written (its DNA does not match its content),
+    another commit or patch, another GPU model, another Python/CUDA/torch major.
+    WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, a value
+    that cannot be read here, or a manifest that recorded nothing to check.
+    Exit 0 without FAIL, 1 with any FAIL.
     """
     options = ctx.find_root().obj or {}
     recorded = load_manifests(
