@@ -303,10 +303,13 @@ def ignore(v, path, globs):  # dna_ignore: dotted paths through objects, not int
 
 def dna(manifest):
     globs = (manifest.get("config") or {}).get("dna_ignore") or []
+    unknown = manifest.get("unknown") or {}  # schema 1.1: sections a collector never finished
     sections = {}
     for name, project in PROJECT.items():
         section = {**DEFAULTS.get(name, {}), **(manifest.get(name) or {})}
         projected = drop_nulls(ignore(project(section), name, globs))
+        if name in unknown:  # the marker, never the reason, wraps what was collected
+            projected = {"unknown": True, "partial": projected}
         sections[name] = blake3(jcs(projected)).hexdigest()
     return blake3(jcs({"version": 1, "sections": sections})).hexdigest(), sections
 

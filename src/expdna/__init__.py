@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from expdna.api import collect, generate
 from expdna.errors import ExpdnaError
 from expdna.integrations import checkpoint_name, start, track
+from expdna.integrations.hook import IncompleteManifestWarning
 from expdna.manifest import Manifest, compute_dna, load_manifest, write_manifest
 
 __version__ = "0.1.0"
@@ -33,6 +34,7 @@ def __getattr__(name: str) -> "type[Store]":
 
 __all__ = [
     "ExpdnaError",
+    "IncompleteManifestWarning",
     "Manifest",
     "__version__",
     "checkpoint_name",

@@ -189,6 +189,19 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "training": {"seeds": {"seed": 7}},
     },
+    # Schema 1.1: sections a collector could not finish. The code section is unknown and
+    # empty (git timed out), which must not equal a run that had no git at all; hardware is
+    # unknown with what was collected before the failure.
+    "unknown_sections": {
+        **BASE,
+        "schema_version": "1.1",
+        "unknown": {
+            "code": "collector git timeout: no answer within 4 s; abandoned",
+            "hardware": "collector gpu failed: NVMLError: Unknown Error",
+        },
+        "hardware": {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8},
+        "environment": {"python_version": "3.11.7"},
+    },
 }
 
 

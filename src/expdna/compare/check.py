@@ -173,6 +173,12 @@ def rule_collected(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
         yield Finding("sections", "WARN", None, None, f"nothing recorded to check ({empty})")
 
 
+def rule_unknown(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    """A section the run could not collect was never known: nothing here can match it."""
+    for section, reason in (recorded.unknown or {}).items():
+        yield Finding(f"unknown.{section}", "WARN", None, None, f"not collected: {reason}")
+
+
 def _has_leaf(value: Any) -> bool:
     """A value other than ``None`` somewhere inside (empty containers hold none)."""
     if isinstance(value, dict):
@@ -304,6 +310,7 @@ def default_rules() -> RuleSet:
     rules = RuleSet()
     rules.add("dna", rule_dna)
     rules.add("collected", rule_collected)
+    rules.add("unknown", rule_unknown)
     rules.add("commit", rule_commit)
     rules.add("patch", rule_patch)
     rules.add("python", rule_python)

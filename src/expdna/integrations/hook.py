@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,15 @@ from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
 
 log = logging.getLogger(__name__)
+
+
+class IncompleteManifestWarning(UserWarning):
+    """``start(strict=True)``: a DNA section is unknown (a collector failed or timed out).
+
+    Make it an error with ``-W error::expdna.IncompleteManifestWarning`` or
+    ``warnings.simplefilter("error", IncompleteManifestWarning)``.
+    """
+
 
 #: Hashing a checkpoint of many GB takes a while; still bounded, so a dead mount cannot hang.
 PIN_DEADLINE_S = 600.0
@@ -211,6 +221,7 @@ def start(
     registry: Registry | None = None,
     caller_file: str | os.PathLike[str] | None = None,
     lineage: LineageArg | None = None,
+    strict: bool = False,
 ) -> RunHandle | None:
     """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
 
@@ -222,8 +233,11 @@ def start(
     runs this one continues, ``{"resumed_from": run_id}`` or ``[("derived_from", a),
     ("derived_from", b)]`` (relations ``resumed_from``, ``rerun_of``, ``derived_from``); it
     goes to the manifest's ``lineage`` list, outside the DNA, and an edge the store would
-    refuse is dropped with a warning. Never raises: returns ``None`` with one warning when
-    no manifest can be collected at all.
+    refuse is dropped with a warning. A DNA section a collector could not finish is marked
+    unknown (in the manifest and its DNA) and logged; with ``strict=True`` it is also an
+    :class:`IncompleteManifestWarning`, which the caller may turn into an error. Never
+    raises (unless the caller made that warning an error): returns ``None`` with one
+    warning when no manifest can be collected at all.
     """
     try:
         notes: list[str] = []
@@ -270,6 +284,11 @@ def start(
     )
     for note in notes:
         handle._warn(note)
+    for section, reason in (manifest.unknown or {}).items():
+        message = f"section {section} is unknown (marked so in the DNA): {reason}"
+        handle._warn(message)
+        if strict:
+            warnings.warn(f"expdna: {message}", IncompleteManifestWarning, stacklevel=2)
     return handle
 
 
@@ -353,6 +372,7 @@ def track(
     registry: Registry | None = None,
     caller_file: str | os.PathLike[str] | None = None,
     lineage: LineageArg | None = None,
+    strict: bool = False,
 ) -> Tracking:
     """Record a single-process run: ``with expdna.track(args, output_dir=...) as run:``.
 
@@ -361,7 +381,7 @@ def track(
     was impossible, so the body never needs a check). Set metrics with
     ``run.log_final(val_loss=...)`` or ``run.metrics[...]``. Exceptions of the training code
     pass through unchanged; the manifest is written and the metrics set so far recorded.
-    ``lineage`` is as for :func:`start`.
+    ``lineage`` and ``strict`` are as for :func:`start`.
     """
     caller = caller_file if caller_file is not None else _caller_file()
     return Tracking(
@@ -379,5 +399,6 @@ def track(
             registry=registry,
             caller_file=caller,
             lineage=lineage,
+            strict=strict,
         )
     )

@@ -37,11 +37,13 @@ def build_manifest(
     now: datetime | None = None,
     dna_ignore: list[str] | None = None,
     redact: bool = True,
+    unknown: dict[str, str] | None = None,
 ) -> Manifest:
     """Assemble, redact, validate and fingerprint one manifest.
 
     ``sections`` maps section names (``command``, ``code``, ``config``, ...) to the dicts
-    collectors returned. Redaction runs before the DNA, so the DNA never depends on a secret.
+    collectors returned; ``unknown`` names the DNA sections a collector could not finish,
+    with the reason. Redaction runs before the DNA, so the DNA never depends on a secret.
     """
     now = now or datetime.now(timezone.utc)
     code = sections.get("code", {})
@@ -54,6 +56,8 @@ def build_manifest(
     }
     if dna_ignore:
         doc.setdefault("config", {})["dna_ignore"] = list(dna_ignore)
+    if unknown:
+        doc["unknown"] = dict(sorted(unknown.items()))
     redacted: list[str] = []
     if redact:
         doc, redacted = redact_tree(doc)

@@ -402,14 +402,27 @@ def _apply_ignore(value: Any, path: str, patterns: re.Pattern[str]) -> Any:
     return value
 
 
+def mark_unknown(projected: Any) -> dict[str, Any]:
+    """The projection of a section a collector could not finish: a marker around what it got.
+
+    The reason is left out (it names timings and errors); that the section is incomplete is
+    not, so an incomplete run never shares a DNA with a complete one, nor with a run that
+    truly had nothing to collect there.
+    """
+    return {"unknown": True, "partial": projected}
+
+
 def _raw_projections(manifest: Manifest | Mapping[str, Any]) -> dict[str, Any]:
     doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
     ignore = tuple(((doc.get("config") or {}).get("dna_ignore")) or ())
+    unknown = doc.get("unknown") or {}
     result = {}
     for name, project in PROJECTIONS.items():
         projected = project(doc.get(name) or {})
         if ignore:
             projected = _apply_ignore(projected, name, _glob_cached(ignore))
+        if name in unknown:
+            projected = mark_unknown(projected)
         result[name] = projected
     return result
 

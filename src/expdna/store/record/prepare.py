@@ -157,10 +157,11 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
 
 def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | None:
     """:func:`_whole`, with the work on sections seen before taken from ``memo``; None where
-    only the whole-document path is exact (a ``dna_ignore`` list, a non-finite float)."""
+    only the whole-document path is exact (a ``dna_ignore`` list, an ``unknown`` section, a
+    non-finite float)."""
     stored = doc.get("dna")
     _check_version(stored, source)
-    if (doc.get("config") or {}).get("dna_ignore"):
+    if (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
         return None
     form, patches = move_patches(doc)
     parts = split(form)
