@@ -7,6 +7,7 @@ from typing import Any
 
 from expdna.digest import ref_of
 from expdna.manifest.dna import compute_dna
+from expdna.manifest.escape import escape_tree
 from expdna.manifest.model import SCHEMA_VERSION, Manifest
 from expdna.manifest.redact import redact_tree
 from expdna.manifest.runid import iso_utc, new_run_id
@@ -58,6 +59,8 @@ def build_manifest(
         doc.setdefault("config", {})["dna_ignore"] = list(dna_ignore)
     if unknown:
         doc["unknown"] = dict(sorted(unknown.items()))
+    # Undecodable OS bytes (argv, environment, paths) in their lossless escaped form.
+    doc = escape_tree(doc)
     redacted: list[str] = []
     if redact:
         doc, redacted = redact_tree(doc)
