@@ -42,6 +42,7 @@ def collect(
     resolved_args: Mapping[str, Any] | None = None,
     use_cache: bool = True,
     progress: Callable[[Any], None] | None = None,
+    output_roots: Iterable[str | os.PathLike[str]] = (),
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
@@ -52,6 +53,8 @@ def collect(
     ``resolved_args``, when given, is recorded as ``config.resolved_args`` instead of the
     arguments parsed from ``argv``. ``use_cache=False`` hashes every data file again;
     ``progress`` receives ``expdna.collectors.data.Progress`` while data files are hashed.
+    ``output_roots`` are where this run writes: untracked files there are not code (nor are
+    those under ``$EXPDNA_STORE``, per-run path arguments, or other runs' output folders).
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -64,6 +67,7 @@ def collect(
         timeout_s=deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s),
         use_cache=use_cache,
         progress=progress,
+        output_roots=tuple(Path(r) for r in output_roots),
     )
     registry = registry or default_registry()
     started = time.perf_counter()

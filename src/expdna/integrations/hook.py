@@ -268,6 +268,7 @@ def start(
             deadline_s=deadline_s,
             dna_ignore=dna_ignore,
             resolved_args=resolved,
+            output_roots=_output_roots(output_dir, link),
         )
     except Exception as exc:  # the one promise: training goes on without a manifest
         log.warning("expdna: no manifest for this run: %s: %s", type(exc).__name__, exc)
@@ -290,6 +291,14 @@ def start(
         if strict:
             warnings.warn(f"expdna: {message}", IncompleteManifestWarning, stacklevel=2)
     return handle
+
+
+def _output_roots(output_dir: str | os.PathLike[str] | None, link: StoreLink) -> list[Any]:
+    """Where this run writes: its output directory and a store given by path."""
+    roots: list[Any] = [output_dir] if output_dir is not None else []
+    if isinstance(link.target, (str, os.PathLike)):
+        roots.append(link.target)
+    return roots
 
 
 def _add_lineage(manifest: Manifest, lineage: Any, notes: list[str]) -> None:
