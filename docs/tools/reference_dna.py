@@ -314,6 +314,22 @@ def dna(manifest):
     return blake3(jcs({"version": 1, "sections": sections})).hexdigest(), sections
 
 
+def is_seed(k):  # seed, random_seed, *_seed: in any case, with "-" read as "_"
+    name = arg_name(k).lstrip("_")
+    return name in ("seed", "random_seed") or name.endswith("_seed")
+
+
+def family(manifest):  # the DNA with every seed projected out
+    config = dict(manifest.get("config") or {})
+    config["resolved_args"] = {
+        k: v for k, v in (config.get("resolved_args") or {}).items() if not is_seed(k)
+    }
+    training = dict(manifest.get("training") or {})
+    if "seeds" in training:
+        training["seeds"] = {}  # emptied, as a run that recorded no seed
+    return dna({**manifest, "config": config, "training": training})[0]
+
+
 if __name__ == "__main__":
     with open(sys.argv[1], encoding="utf-8") as fh:
         doc = json.load(fh)

@@ -19,6 +19,7 @@ from expdna.collectors import (
 from expdna.collectors.runner import Outcome
 from expdna.errors import InvalidInputError
 from expdna.manifest.build import build_manifest
+from expdna.manifest.dna import with_derived_seed_ignores
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import DNA_SECTIONS, Manifest
 
@@ -93,7 +94,7 @@ def collect(
     return build_manifest(
         sections,
         collection=collection,
-        dna_ignore=list(dna_ignore),
+        dna_ignore=with_derived_seed_ignores(dna_ignore),
         redact=redact,
         unknown={section: "; ".join(reasons) for section, reasons in unknown.items()},
     )
