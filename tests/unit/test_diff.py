@@ -302,3 +302,12 @@ def test_a_dna_ignore_change_counts_when_it_changes_the_dna() -> None:
     [change] = report.changes
     assert change.path == "config.dna_ignore.0"
     assert change.in_dna
+
+
+def test_a_list_item_only_one_side_has_is_judged_without_breaking_the_document() -> None:
+    # b drops its dna_ignore entry: the item is removed, never replaced by a null.
+    a = make(config__dna_ignore=["config.resolved_args.seed"])
+    report = diff_manifests(a, make(config__resolved_args__lr=0.5))
+    by_path = {c.path: c for c in report.changes}
+    assert by_path["config.dna_ignore.0"].new is None
+    assert by_path["config.resolved_args.lr"].in_dna

@@ -189,7 +189,10 @@ def _with_leaf(doc: Any, keys: Keys, value: Any) -> Any:
         items = list(doc)
         index = int(head)
         child = items[index] if index < len(items) else {}
-        if index < len(items):
+        if not rest and value is None:
+            if index < len(items):
+                del items[index]  # an item b does not have
+        elif index < len(items):
             items[index] = _with_leaf(child, rest, value) if rest else value
         else:
             items.append(_with_leaf(child, rest, value) if rest else value)
