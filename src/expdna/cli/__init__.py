@@ -22,6 +22,7 @@ from expdna.cli.rerun import rerun_command
 from expdna.cli.stability import stability_command
 from expdna.cli.store import fsck_command, gc_command
 from expdna.errors import ExpdnaError
+from expdna.store.config import StoreConfig
 
 
 class _Group(click.Group):
@@ -68,7 +69,7 @@ def cli(ctx: click.Context, store: str | None, index_url: str | None, verbose: i
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="expdna: %(levelname)s: %(message)s")
-    ctx.obj = {"store": store, "index_url": index_url}
+    ctx.obj = StoreConfig.resolve(store, index_url)
 
 
 cli.add_command(generate_command)

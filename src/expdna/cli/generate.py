@@ -10,6 +10,7 @@ from expdna.api import generate
 from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.manifest.dna import short
 
 
@@ -67,9 +68,9 @@ from expdna.manifest.dna import short
     help="Also record the manifest into the store (--store, --index-url).",
 )
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGV...]")
-@click.pass_context
+@pass_config
 def generate_command(
-    ctx: click.Context,
+    config: StoreConfig,
     output: Path | None,
     repos: tuple[Path, ...],
     data: tuple[Path, ...],
@@ -97,7 +98,7 @@ def generate_command(
     )
     assert manifest.dna is not None
     if record:
-        record_generated(ctx, manifest)
+        record_generated(config, manifest)
     if as_json:
         emit_json(
             {"path": str(path.resolve()), "run_id": manifest.run_id, "dna": manifest.dna.value}

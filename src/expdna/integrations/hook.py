@@ -33,7 +33,7 @@ from typing import Any
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import ALGORITHM, file_hex
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
-from expdna.integrations.recording import StoreLink, guarded, write_file
+from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
 
@@ -203,7 +203,7 @@ def start(
     output_dir: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     data: Iterable[str | os.PathLike[str]] = (),
-    store: Any = None,
+    store: StoreTarget = None,
     index_url: str | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),
@@ -345,7 +345,7 @@ def track(
     output_dir: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     data: Iterable[str | os.PathLike[str]] = (),
-    store: Any = None,
+    store: StoreTarget = None,
     index_url: str | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),

@@ -25,6 +25,7 @@ from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
 from expdna.store import checkpoints, lineage, maintenance, pins, queries
 from expdna.store import metrics as metrics_mod
+from expdna.store.config import StoreConfig
 from expdna.store.entities import (
     FsckReport,
     GcReport,
@@ -49,16 +50,6 @@ log = logging.getLogger(__name__)
 BATCH = 500
 T = TypeVar("T")
 OBJECTS = "objects"
-
-
-def default_store_dir() -> Path:
-    """``$EXPDNA_STORE``, else the user data directory (``~/.local/share/expdna``)."""
-    env = os.environ.get("EXPDNA_STORE")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("expdna"))
 
 
 def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
@@ -110,10 +101,37 @@ class Store:
         here; a PostgreSQL index must be at the current revision (``expdna db upgrade``).
         ``upgrade``: force (True) or forbid (False) the automatic upgrade.
         """
-        root = Path(path) if path is not None else default_store_dir()
-        url = index_url if index_url is not None else os.environ.get("EXPDNA_INDEX_URL") or None
+        config = StoreConfig.resolve(path, index_url)
+        return cls.from_config(config, mounts_file=mounts_file, upgrade=upgrade)
+
+    @classmethod
+    def open_unchecked(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        index_url: str | None = None,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
+    ) -> Store:
+        """Open without checking the schema revision (``expdna db`` commands)."""
+        config = StoreConfig.resolve(path, index_url)
+        return cls.from_config(config, mounts_file=mounts_file, checked=False)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: StoreConfig,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
+        upgrade: bool | None = None,
+        checked: bool = True,
+    ) -> Store:
+        """The store ``config`` names, as :meth:`open` (``checked=False``:
+        :meth:`open_unchecked`, no directory made and no revision check)."""
+        root = config.root
+        if not checked:
+            return cls(root, open_index(root, config.index_url, mounts_file=mounts_file))
         try:
-            index = open_index(root, url, mounts_file=mounts_file)
+            index = open_index(root, config.index_url, mounts_file=mounts_file)
         except OSError as exc:
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
         store = cls(root, index)
@@ -129,19 +147,6 @@ class Store:
             index.dispose()
             raise
         return store
-
-    @classmethod
-    def open_unchecked(
-        cls,
-        path: str | os.PathLike[str] | None = None,
-        index_url: str | None = None,
-        *,
-        mounts_file: Path = DEFAULT_MOUNTS,
-    ) -> Store:
-        """Open without checking the schema revision (``expdna db`` commands)."""
-        root = Path(path) if path is not None else default_store_dir()
-        url = index_url if index_url is not None else os.environ.get("EXPDNA_INDEX_URL") or None
-        return cls(root, open_index(root, url, mounts_file=mounts_file))
 
     def close(self) -> None:
         self.index.dispose()
