@@ -43,7 +43,8 @@ def test_help_lists_every_command_as_an_eager_group_would() -> None:
     eager = click.Group("expdna", params=cli.params, help=cli.help)
     for name in COMMANDS:
         eager.add_command(load_command(name), name)
-    with click.Context(cli, info_name="expdna") as lazy_ctx:
+    # Both as `expdna --help` makes them (-h too): click keeps a command's help option.
+    with click.Context(cli, info_name="expdna", **cli.context_settings) as lazy_ctx:
         lazy = cli.get_help(lazy_ctx)
-    with click.Context(eager, info_name="expdna") as eager_ctx:
+    with click.Context(eager, info_name="expdna", **cli.context_settings) as eager_ctx:
         assert lazy == eager.get_help(eager_ctx)
