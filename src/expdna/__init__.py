@@ -1,35 +1,60 @@
 """expdna: record what a training run was, as a small secret-free manifest and its DNA.
 
-The public API. Importing it never imports torch, ray, pyarrow or sqlalchemy.
+The public API. Its names load on first use (PEP 562), so ``import expdna`` costs almost
+nothing (``expdna --version`` imports no pydantic), and never imports torch, ray, pyarrow
+or sqlalchemy.
 """
 
-from typing import TYPE_CHECKING
-
-from expdna.api import collect, generate
-from expdna.errors import ExpdnaError
-from expdna.integrations import checkpoint_name, start, track
-from expdna.integrations.hook import IncompleteManifestWarning
-from expdna.manifest import Manifest, compute_dna, load_manifest, write_manifest
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from expdna.api import collect, generate
+    from expdna.errors import ExpdnaError
+    from expdna.integrations import checkpoint_name, start, track
+    from expdna.integrations.hook import IncompleteManifestWarning
+    from expdna.manifest import Manifest, load_manifest, write_manifest
+    from expdna.manifest import compute_dna as compute_dna
+    from expdna.store import Store as Store
 
-def dna_of(manifest: Manifest) -> str:
+#: Public name -> the module it comes from.
+_LAZY = {
+    "collect": "expdna.api",
+    "generate": "expdna.api",
+    "ExpdnaError": "expdna.errors",
+    "checkpoint_name": "expdna.integrations",
+    "start": "expdna.integrations",
+    "track": "expdna.integrations",
+    "IncompleteManifestWarning": "expdna.integrations.hook",
+    "Manifest": "expdna.manifest",
+    "compute_dna": "expdna.manifest",
+    "load_manifest": "expdna.manifest",
+    "write_manifest": "expdna.manifest",
+    # The store loads SQLAlchemy: only on first use of expdna.Store.
+    "Store": "expdna.store",
+}
+
+
+def dna_of(manifest: "Manifest") -> str:
     """The 64-hex DNA of ``manifest``, recomputed from its content."""
+    from expdna.manifest import compute_dna
+
     return compute_dna(manifest).value
 
 
-if TYPE_CHECKING:
-    from expdna.store import Store
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'expdna' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain module attribute
+    return value
 
 
-def __getattr__(name: str) -> "type[Store]":
-    # The store loads SQLAlchemy: only on first use of expdna.Store, never at import.
-    if name == "Store":
-        from expdna.store import Store
-
-        return Store
-    raise AttributeError(f"module 'expdna' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [

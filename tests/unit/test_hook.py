@@ -22,6 +22,7 @@ from expdna.collectors import CollectContext, Collector, default_registry
 from expdna.integrations import RunHandle, start, track
 from expdna.integrations.recording import guarded
 from expdna.manifest import compute_dna, load_manifest
+from expdna.store.config import StoreConfig
 from expdna.store.queries import parse_where
 from tests.conftest import git
 
@@ -255,8 +256,7 @@ def test_the_store_comes_from_the_environment(
     monkeypatch.setenv("EXPDNA_INDEX_URL", BROKEN_INDEX)
     handle = start(_args(), output_dir=None, caller_file=elsewhere)
     assert handle is not None
-    assert handle.store.target == str(tmp_path / "store")
-    assert handle.store.index_url == BROKEN_INDEX
+    assert handle.store.target == StoreConfig(tmp_path / "store", BROKEN_INDEX)
     assert not any("will not be saved" in w for w in handle.warnings)
 
 

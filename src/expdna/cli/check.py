@@ -9,6 +9,7 @@ import click
 from expdna.cli.diff import shown
 from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.check import CheckReport, CheckResult, check_live
 
 
@@ -42,9 +43,10 @@ def verdict_line(report: CheckReport) -> str:
     is_flag=True,
     help='Print {"verdict", "results": [{"rule", "field", "status", "recorded", "current"}]}.',
 )
+@pass_config
 @click.pass_context
 def check_command(
-    ctx: click.Context, manifest: Path, repos: tuple[Path, ...], as_json: bool
+    ctx: click.Context, config: StoreConfig, manifest: Path, repos: tuple[Path, ...], as_json: bool
 ) -> None:
     """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
 
@@ -56,10 +58,7 @@ def check_command(
     that cannot be read here, or a manifest that recorded nothing to check.
     Exit 0 without FAIL, 1 with any FAIL.
     """
-    options = ctx.find_root().obj or {}
-    recorded = load_manifests(
-        [str(manifest)], store_dir=options.get("store"), index_url=options.get("index_url")
-    )[0]
+    recorded = load_manifests([str(manifest)], config)[0]
     report = check_live(recorded, cwd=Path.cwd(), repos=repos)
     if as_json:
         emit_json(report.to_dict())

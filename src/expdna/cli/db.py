@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
 
 
 @click.group("db")
@@ -13,13 +13,13 @@ def db_group() -> None:
 
 
 @db_group.command("upgrade")
-@click.pass_context
-def upgrade_command(ctx: click.Context) -> None:
+@pass_config
+def upgrade_command(config: StoreConfig) -> None:
     """Upgrade the index (--index-url, or the store's SQLite) to this expdna's schema."""
     from expdna.store.index.engine import shown
     from expdna.store.index.migrate import upgrade
 
-    with open_store(ctx, checked=False) as store:
+    with open_store(config, checked=False) as store:
         before, after = upgrade(store.index)
         where = shown(store.index.url)
     if before == after:
@@ -29,13 +29,14 @@ def upgrade_command(ctx: click.Context) -> None:
 
 
 @db_group.command("current")
+@pass_config
 @click.pass_context
-def current_command(ctx: click.Context) -> None:
+def current_command(ctx: click.Context, config: StoreConfig) -> None:
     """Print the index's schema revision; exit 1 when it is not this expdna's head."""
     from expdna.store.index.engine import shown
     from expdna.store.index.migrate import HEAD, current_revision
 
-    with open_store(ctx, checked=False) as store, store.index.read() as conn:
+    with open_store(config, checked=False) as store, store.index.read() as conn:
         found = current_revision(conn)
         where = shown(store.index.url)
     if found == HEAD:

@@ -11,6 +11,7 @@ import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.diff import DiffReport, diff_manifests
 from expdna.manifest.dna import short
 
@@ -61,8 +62,9 @@ def render(report: DiffReport) -> list[str]:
     is_flag=True,
     help='Print {"equal", "dna", "sections", "changes"} with full values.',
 )
+@pass_config
 @click.pass_context
-def diff_command(ctx: click.Context, a: Path, b: Path, as_json: bool) -> None:
+def diff_command(ctx: click.Context, config: StoreConfig, a: Path, b: Path, as_json: bool) -> None:
     """Compare two manifests: which DNA sections differ, then every changed field.
 
     A and B are manifest files, or run ids / DNA prefixes (>= 6 hex) recorded in the store.
@@ -73,10 +75,7 @@ def diff_command(ctx: click.Context, a: Path, b: Path, as_json: bool) -> None:
     and is never INFO, and no line is CRITICAL when the DNAs are equal.
     Exit 0 when the DNAs are equal, 1 when they differ.
     """
-    options = ctx.find_root().obj or {}
-    first, second = load_manifests(
-        [str(a), str(b)], store_dir=options.get("store"), index_url=options.get("index_url")
-    )
+    first, second = load_manifests([str(a), str(b)], config)
     report = diff_manifests(first, second)
     for path, stale, stored, actual in zip(
         (a, b), report.stale(), report.stored_dna, report.dna, strict=True

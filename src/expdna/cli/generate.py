@@ -10,6 +10,7 @@ from expdna.api import generate
 from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.manifest.dna import short
 
 
@@ -73,9 +74,9 @@ from expdna.manifest.dna import short
     "the manifest is still written, with the section marked unknown.",
 )
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGV...]")
-@click.pass_context
+@pass_config
 def generate_command(
-    ctx: click.Context,
+    config: StoreConfig,
     output: Path | None,
     repos: tuple[Path, ...],
     data: tuple[Path, ...],
@@ -110,7 +111,7 @@ def generate_command(
     for section, reason in unknown.items():
         click.echo(f"expdna: warning: section {section} is unknown: {reason}", err=True)
     if record:
-        record_generated(ctx, manifest)
+        record_generated(config, manifest)
     if as_json:
         emit_json(
             {
@@ -124,4 +125,4 @@ def generate_command(
         click.echo(f"wrote {path}")
         click.echo(f"dna {short(manifest.dna.value)}  run {manifest.run_id}")
     if strict and unknown:
-        ctx.exit(1)
+        raise SystemExit(1)

@@ -34,9 +34,10 @@ from typing import Any
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import ALGORITHM, file_hex
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
-from expdna.integrations.recording import StoreLink, guarded, write_file
+from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
+from expdna.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +214,7 @@ def start(
     output_dir: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     data: Iterable[str | os.PathLike[str]] = (),
-    store: Any = None,
+    store: StoreTarget = None,
     index_url: str | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),
@@ -296,8 +297,8 @@ def start(
 def _output_roots(output_dir: str | os.PathLike[str] | None, link: StoreLink) -> list[Any]:
     """Where this run writes: its output directory and a store given by path."""
     roots: list[Any] = [output_dir] if output_dir is not None else []
-    if isinstance(link.target, (str, os.PathLike)):
-        roots.append(link.target)
+    if isinstance(link.target, StoreConfig):
+        roots.append(link.target.root)
     return roots
 
 
@@ -373,7 +374,7 @@ def track(
     output_dir: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     data: Iterable[str | os.PathLike[str]] = (),
-    store: Any = None,
+    store: StoreTarget = None,
     index_url: str | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),
