@@ -54,6 +54,7 @@ _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # primary result codes (sqlite3.h)
 
 #: (device, inode, size, mtime_ns, ctime_ns) of one file.
 StatKey = tuple[int, int, int, int, int]
+_I64 = 1 << 63
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS digests (
@@ -84,6 +85,23 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     import platformdirs  # only when the cache is actually used
 
     return Path(platformdirs.user_cache_dir("expdna"))
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """The key a file's digest is kept under; any change to the file changes it."""
+    # SQLite integers are signed 64-bit: an inode at or above 2**63 wraps around
+    ino = st.st_ino - (1 << 64) if st.st_ino >= _I64 else st.st_ino
+    return (st.st_dev, ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def open_cache(
+    use_cache: bool = True, environ: Mapping[str, str] | None = None
+) -> DigestCache | None:
+    """The cache in :func:`cache_dir`; None when ``use_cache`` is off or it cannot be used
+    (hashing then goes on without it)."""
+    if not use_cache:
+        return None
+    return DigestCache.open(cache_dir(environ))
 
 
 class DigestCache:
