@@ -9,6 +9,7 @@ import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
+from expdna.digest.refs import ref
 from expdna.errors import NotFoundError
 from expdna.manifest.dna import short
 from expdna.store.entities import PinRecord, iso
@@ -60,7 +61,7 @@ def pin_command(
         emit_json([pin.to_dict()])
         return
     click.echo(
-        f"pinned {pin.name}  blake3:{short(pin.digest)}  ({pin.size} bytes)  to run "
+        f"pinned {pin.name}  {ref(short(pin.digest))}  ({pin.size} bytes)  to run "
         f"{pin.run_id}  dna {short(pin.dna)}"
     )
 

@@ -13,6 +13,7 @@ import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
+from expdna.digest.refs import ref
 from expdna.manifest.dna import short
 from expdna.manifest.io import load_manifest, serialise
 from expdna.store.entities import RunRecord, RunSummary, iso
@@ -86,7 +87,7 @@ def summary(record: RunRecord) -> list[str]:
         f"algorithm  {record.algorithm or '-'}",
         f"gpu        {gpu}{f' ({stack})' if stack else ''}",
         f"python     {record.python_version or '-'}",
-        f"manifest   blake3:{record.manifest_digest}",
+        f"manifest   {ref(record.manifest_digest)}",
     ]
     lines += [f"  {name:<12}{short(digest)}" for name, digest in record.sections.items()]
     return lines

@@ -68,8 +68,10 @@ def gc_command(config: StoreConfig, dry_run: bool, grace_s: float) -> None:
         report = store.gc(dry_run=dry_run, grace_s=grace_s)
     verb = "would remove" if dry_run else "removed"
     if dry_run:
+        from expdna.digest.refs import ref
+
         for digest in report.removed:
-            click.echo(f"{verb} blake3:{digest}")
+            click.echo(f"{verb} {ref(digest)}")
         for name in report.temp_files:
             click.echo(f"{verb} {name}")
     young = f"; kept {report.kept_young} younger than {grace_s:g} s" if report.kept_young else ""

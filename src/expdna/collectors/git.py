@@ -24,7 +24,7 @@ from typing import Any
 
 from expdna.collectors import process
 from expdna.collectors.context import CollectContext, NotAvailable, Partial
-from expdna.digest import ALGORITHM, file_hex, ref_of
+from expdna.digest import hash_file, ref, ref_of
 
 log = logging.getLogger(__name__)
 
@@ -375,11 +375,10 @@ def _numstat(out: bytes) -> list[tuple[bytes, bytes, bytes]]:
 def _binary_file(top: Path, raw: bytes) -> dict[str, Any]:
     path = top / os.fsdecode(raw)
     try:
-        digest: str | None = f"{ALGORITHM}:{file_hex(path)}"
-        size: int | None = path.stat().st_size
+        hex_digest, size = hash_file(path)
     except FileNotFoundError:  # deleted in the working tree
-        digest = size = None
-    return {"path": raw.decode(errors="replace"), "digest": digest, "size": size}
+        return {"path": raw.decode(errors="replace"), "digest": None, "size": None}
+    return {"path": raw.decode(errors="replace"), "digest": ref(hex_digest), "size": size}
 
 
 def _submodules(git: _Git, top: Path, warnings: list[str]) -> list[dict[str, Any]]:

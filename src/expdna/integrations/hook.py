@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
-from expdna.digest import ALGORITHM, file_hex
+from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.manifest.model import Lineage, Manifest
@@ -188,24 +188,37 @@ class RunHandle:
         target = Path(path)
         found, warning = guarded(
             f"pinning {target.name}",
-            lambda: (file_hex(target), target.stat().st_size),
+            lambda: _hash_checkpoint(target),
             max(self.deadline_s, PIN_DEADLINE_S),
         )
         if found is None:
             self._warn(warning or f"pinning {target}: no digest")
             return None
         digest, size = found
-        ref = f"{ALGORITHM}:{digest}"
+        reference = ref(digest)
         warning = self.store.pin(
             self.manifest.run_id,
-            ref,
+            reference,
             name=name or target.name,
             path=redact_text(str(target.resolve())),
             size=size,
         )
         if warning:
             self._warn(warning)
-        return ref
+        return reference
+
+
+def _hash_checkpoint(target: Path) -> tuple[str, int]:
+    """BLAKE3 hex and size of a checkpoint, through the stat-keyed cache when it is large
+    (``expdna which`` on the same unchanged file then costs a stat)."""
+    from expdna.digest.cache import open_cache
+
+    cache = open_cache() if target.stat().st_size >= SMALL_FILE_BYTES else None
+    try:
+        return hash_file(target, cache)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def start(

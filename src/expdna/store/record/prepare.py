@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from expdna.digest import hex_of
-from expdna.digest.refs import ref
+from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, compute_dna, short
 from expdna.manifest.model import Manifest
@@ -215,11 +215,11 @@ def _references(doc: dict[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     for dataset in (doc.get("data") or {}).get("datasets") or []:
         digest = dataset.get("digest") if isinstance(dataset, dict) else None
-        if isinstance(digest, str) and digest.startswith("blake3:"):
-            found[digest[len("blake3:") :]] = "listing"
+        if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
+            found[hex_digest] = "listing"
     packages = (doc.get("environment") or {}).get("packages_digest")
-    if isinstance(packages, str) and packages.startswith("blake3:"):
-        found[packages[len("blake3:") :]] = "packages"
+    if isinstance(packages, str) and (hex_digest := ref_hex(packages)) is not None:
+        found[hex_digest] = "packages"
     return found
 
 
