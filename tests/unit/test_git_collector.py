@@ -613,3 +613,45 @@ def test_an_output_root_that_is_the_checkout_itself_excludes_nothing(tmp_path: P
     write(repo / "new.py", "x = 1\n")
     state = collect(repo, argv=("python", "t.py", "--output-dir", "."))["proj"]
     assert state["dirty"] is True
+
+
+# --- large and binary untracked files ------------------------------------------------
+
+
+def test_large_and_binary_untracked_files_are_recorded_by_digest_not_inlined(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "proj")
+    big = os.urandom(3 << 20)  # over the inline limit, text or not
+    write(repo / "weights.txt", big.hex().encode()[: (2 << 20)])
+    write(repo / "tiny.bin", b"ab\0cd")
+    write(repo / "notes.py", "x = 1\n")
+    os.mkfifo(repo / "pipe")  # opening it would block: it must be left alone
+    state = collect(repo, environ={"EXPDNA_CACHE_DIR": str(tmp_path / "cache")})["proj"]
+    patch = state["patch"]
+    assert isinstance(patch, dict)
+    assert "notes.py" in patch["text"]
+    assert "weights.txt" not in patch["text"] and "pipe" not in patch["text"]
+    # A small binary goes through git's diff as before, and is listed by digest there.
+    assert "Binary files /dev/null and b/tiny.bin differ" in patch["text"]
+    by_path = {b["path"]: b for b in patch["binary_files"]}
+    assert set(by_path) == {"tiny.bin", "weights.txt"}
+    text = (repo / "weights.txt").read_bytes()
+    assert by_path["weights.txt"] == {
+        "path": "weights.txt",
+        "digest": "blake3:" + blake3(text).hexdigest(),
+        "size": len(text),
+    }
+    assert by_path["tiny.bin"]["digest"] == "blake3:" + blake3(b"ab\0cd").hexdigest()
+
+
+def test_a_large_untracked_file_changes_the_dna_when_its_bytes_change(tmp_path: Path) -> None:
+    from expdna.manifest.dna import compute_dna
+
+    repo = make_repo(tmp_path / "proj")
+    env = {"EXPDNA_CACHE_DIR": str(tmp_path / "cache")}
+    write(repo / "data.bin", b"\1" * (2 << 20))
+    first = compute_dna({"code": collect(repo, environ=env)}).sections["code"]
+    assert compute_dna({"code": collect(repo, environ=env)}).sections["code"] == first
+    write(repo / "data.bin", b"\2" * (2 << 20))
+    assert compute_dna({"code": collect(repo, environ=env)}).sections["code"] != first

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -62,6 +63,41 @@ class GitError(Exception):
     """A git command exited non-zero."""
 
 
+#: Untracked files larger than this are recorded by path, size and digest, never given to
+#: git's diff (which would read the whole file to decide it is binary, or inline it).
+INLINE_UNTRACKED_MAX = 1 << 20
+
+
+@dataclass
+class FileHasher:
+    """BLAKE3 of files through the stat-keyed digest cache, so an unchanged large file costs
+    a ``stat`` and a lookup; the cache is opened on the first file and closed by the caller.
+    ``deadline`` (monotonic) stops hashing that would run past the collector's deadline."""
+
+    use_cache: bool
+    environ: Mapping[str, str] | None = None
+    deadline: float | None = None
+    _cache: Any = field(default=None, init=False)
+    _opened: bool = field(default=False, init=False)
+
+    def __call__(self, path: Path) -> tuple[str, int]:
+        if self.use_cache and not self._opened:
+            from expdna.digest.cache import open_cache
+
+            self._opened = True
+            self._cache = open_cache(True, self.environ)
+        return hash_file(path, self._cache, on_bytes=self._in_time)
+
+    def _in_time(self, _n: int) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise subprocess.TimeoutExpired(["blake3"], 0)
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+
 @dataclass
 class _Git:
     """Runs git for one collection: fixed environment, one shared deadline.
@@ -76,6 +112,8 @@ class _Git:
     budget_s: float
     deadline: float = field(init=False)
     safe_dirs: list[str] = field(default_factory=list)
+    #: Hashes a file (hex, size) through the digest cache, opened on first use.
+    hasher: FileHasher = field(default_factory=lambda: FileHasher(use_cache=False))
 
     def __call__(
         self,
@@ -129,7 +167,16 @@ class _Repo:
 def collect_git(ctx: CollectContext) -> dict[str, Any]:
     """Describe every repository in play, keyed by the basename of its top level."""
     own = {k: v for k, v in ctx.environ.items() if k not in REPOSITORY_ENV}
-    git = _Git(env={**own, **_GIT_ENV}, budget_s=ctx.timeout_s)
+    hasher = FileHasher(use_cache=ctx.use_cache, environ=ctx.environ)
+    git = _Git(env={**own, **_GIT_ENV}, budget_s=ctx.timeout_s, hasher=hasher)
+    hasher.deadline = git.deadline
+    try:
+        return _collect(ctx, git)
+    finally:
+        hasher.close()
+
+
+def _collect(ctx: CollectContext, git: _Git) -> dict[str, Any]:
     starts: list[tuple[Path, bool]] = []  # (directory, named explicitly by the user)
     if ctx.caller_file is not None:
         starts.append((_absolute(ctx, ctx.caller_file).parent, False))
@@ -330,7 +377,7 @@ def _make_patch(
     top = repo.top
     base = commit or _empty_tree(git, top)
     # A trailing slash marks an embedded repository: left to the user, not inlined.
-    untracked = [path for path in listed if not path.endswith(b"/")]
+    untracked, by_digest = _split_untracked(top, [p for p in listed if not p.endswith(b"/")])
     with tempfile.TemporaryDirectory(prefix="expdna-git-") as tmp:
         index = Path(tmp, "index")
         if repo.index.is_file():
@@ -347,10 +394,12 @@ def _make_patch(
         diff = git(top, "diff", *_DIFF_OPTS, base, "--", env=env).stdout
         numstat = git(top, "diff", "--numstat", "-z", *_DIFF_OPTS, base, "--", env=env)
     binaries = [
-        _binary_file(top, raw)
+        _binary_file(git, top, raw)
         for added_n, deleted_n, raw in _numstat(numstat.stdout)
         if added_n == b"-" and deleted_n == b"-"
     ]
+    binaries += [_binary_file(git, top, raw) for raw in by_digest]
+    binaries.sort(key=lambda entry: entry["path"])
     if not diff and not binaries:
         return None
     text = diff.decode("utf-8", errors="replace")
@@ -372,13 +421,38 @@ def _numstat(out: bytes) -> list[tuple[bytes, bytes, bytes]]:
     return rows
 
 
-def _binary_file(top: Path, raw: bytes) -> dict[str, Any]:
+def _split_untracked(top: Path, paths: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """(left to git's diff, recorded by digest). A file over :data:`INLINE_UNTRACKED_MAX`
+    is never read by git: it costs one hash, and with the digest cache warm one ``stat``.
+    Smaller files go through git as before (a binary one is listed by digest there too).
+    Other kinds of file (a FIFO, a socket) are left out: opening them could block."""
+    inline: list[bytes] = []
+    by_digest: list[bytes] = []
+    for raw in paths:
+        path = top / os.fsdecode(raw)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue  # gone since git listed it
+        if stat.S_ISLNK(st.st_mode):
+            inline.append(raw)  # the patch carries the link's target
+        elif not stat.S_ISREG(st.st_mode):
+            log.info("untracked %s is not a regular file; left out", path)
+        elif st.st_size > INLINE_UNTRACKED_MAX:
+            by_digest.append(raw)
+        else:
+            inline.append(raw)
+    return inline, by_digest
+
+
+def _binary_file(git: _Git, top: Path, raw: bytes) -> dict[str, Any]:
     path = top / os.fsdecode(raw)
+    name = os.fsdecode(raw)  # undecodable bytes are escaped with the rest of the manifest
     try:
-        hex_digest, size = hash_file(path)
+        hex_digest, size = git.hasher(path)
     except FileNotFoundError:  # deleted in the working tree
-        return {"path": raw.decode(errors="replace"), "digest": None, "size": None}
-    return {"path": raw.decode(errors="replace"), "digest": ref(hex_digest), "size": size}
+        return {"path": name, "digest": None, "size": None}
+    return {"path": name, "digest": ref(hex_digest), "size": size}
 
 
 def _submodules(git: _Git, top: Path, warnings: list[str]) -> list[dict[str, Any]]:
