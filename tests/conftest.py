@@ -8,20 +8,15 @@ from pathlib import Path
 
 import pytest
 
-_DEFAULT_TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata"
-
-
-def testdata_dir() -> Path:
-    return Path(os.environ.get("EXPDNA_TESTDATA", _DEFAULT_TESTDATA))
+#: The public data the tests read (see data/README.md): part of the repository, so a
+#: missing file is a failure, never a skip.
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="session")
 def testdata() -> Path:
-    """``../shared/testdata`` (or $EXPDNA_TESTDATA); skips, saying why, where it is absent."""
-    path = testdata_dir()
-    if not path.is_dir():
-        pytest.skip(f"conformance data not found at {path} (set EXPDNA_TESTDATA)")
-    return path
+    """``tests/data``: the JCS vectors and nvidia-smi captures (see its README)."""
+    return DATA
 
 
 GIT_ENV = {

@@ -1,7 +1,7 @@
 """The GPU collector: source order, visibility, versions, and this GPU-less machine.
 
 This machine has no GPU, so the NVML and nvidia-smi paths replay values recorded on real
-GPUs (../shared/testdata/nvidia-smi); the no-GPU path runs for real.
+GPUs (tests/data/nvidia-smi); the no-GPU path runs for real.
 """
 
 from __future__ import annotations

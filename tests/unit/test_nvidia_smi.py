@@ -1,4 +1,4 @@
-"""nvidia-smi parsers against the real captures in ../shared/testdata/nvidia-smi.
+"""nvidia-smi parsers against the real captures in tests/data/nvidia-smi.
 
 The expected values in the tables were read out of the capture files by hand (and from
 their ``-q`` text sections, which restate the same facts): they are the conformance table.
