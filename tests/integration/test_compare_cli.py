@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import string
 import subprocess
 import sys
@@ -13,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-EXPDNA = shutil.which("expdna", path=str(Path(sys.executable).parent)) or shutil.which("expdna")
-pytestmark = pytest.mark.skipif(EXPDNA is None, reason="the expdna command is not installed")
+from tests.factories import EXPDNA
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -32,7 +30,6 @@ def git(repo: Path, *args: str) -> None:
 
 
 def expdna(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert EXPDNA is not None
     return subprocess.run(
         [EXPDNA, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120,
         env={**os.environ, **GIT_ENV},
