@@ -32,10 +32,6 @@ STORE_ENV = "EXPDNA_STORE"
 INDEX_URL_ENV = "EXPDNA_INDEX_URL"
 
 
-class Missed(Exception):
-    """The guarded call did not answer within its deadline."""
-
-
 def guarded(what: str, fn: Callable[[], T], deadline_s: float) -> tuple[T | None, str | None]:
     """``(result, None)``, or ``(None, warning)`` when ``fn`` raised or missed the deadline."""
     box: dict[str, Any] = {}
