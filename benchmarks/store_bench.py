@@ -1,7 +1,7 @@
 """The store at scale: record throughput, query latency and index size on a synthetic but
 realistic history, next to MLflow 3.17's figures for the same payload on this machine.
 
-History: manifests of ~80 leaves (tests/unit/test_store_factory.py), every DNA shared by 2
+History: manifests of ~80 leaves (tests/factories.py), every DNA shared by 2
 runs, 1 % of runs on one VBIOS, 20 drivers, one pinned checkpoint every 10 runs. Each size
 is a fresh store; runs are recorded through ``Store.record_many``, 10,000 a call in batches
 of 500 (manifests are built outside the timed part), then ``expdna record --scan`` records
@@ -42,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.unit.test_store_factory import synthetic_doc
+from tests.factories import synthetic_doc
 
 from expdna.digest.refs import ref
 from expdna.manifest.dna import compute_dna

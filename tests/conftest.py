@@ -1,44 +1,25 @@
-"""Shared fixtures: the public conformance data and real git repositories."""
+"""Shared fixtures: the public conformance data, real git repositories and a real
+PostgreSQL index. Plain helpers and factories are in factories.py."""
 
 from __future__ import annotations
 
+import getpass
 import os
-import subprocess
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-_DEFAULT_TESTDATA = Path(__file__).resolve().parents[2] / "shared" / "testdata"
-
-
-def testdata_dir() -> Path:
-    return Path(os.environ.get("EXPDNA_TESTDATA", _DEFAULT_TESTDATA))
+from expdna.store import Store
+from tests.factories import DATA, git
 
 
 @pytest.fixture(scope="session")
 def testdata() -> Path:
-    """``../shared/testdata`` (or $EXPDNA_TESTDATA); skips, saying why, where it is absent."""
-    path = testdata_dir()
-    if not path.is_dir():
-        pytest.skip(f"conformance data not found at {path} (set EXPDNA_TESTDATA)")
-    return path
-
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, **GIT_ENV}
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
+    """``tests/data``: the JCS vectors and nvidia-smi captures (see its README)."""
+    return DATA
 
 
 @pytest.fixture
@@ -51,3 +32,74 @@ def repo(tmp_path: Path) -> Path:
     git(path, "add", "train.py")
     git(path, "commit", "-q", "-m", "first")
     return path
+
+
+# --- PostgreSQL (127.0.0.1:5432, trust auth) -----------------------------------------------
+# One throwaway database per test session, dropped at the end; each test starts from an
+# empty ``public`` schema. When the server is down these tests fail in CI (``CI=true``) and
+# are skipped, saying why, elsewhere.
+
+PG_HOST = "127.0.0.1"
+PG_PORT = 5432
+
+
+def _pg_admin() -> tuple[Any, str]:
+    import psycopg
+
+    errors = []
+    for user in dict.fromkeys(("postgres", getpass.getuser())):
+        try:
+            conn = psycopg.connect(
+                host=PG_HOST,
+                port=PG_PORT,
+                dbname="postgres",
+                user=user,
+                autocommit=True,
+                connect_timeout=5,
+            )
+            return conn, user
+        except psycopg.OperationalError as exc:
+            errors.append(f"{user}: {str(exc).strip().splitlines()[0]}")
+    reason = f"PostgreSQL at {PG_HOST}:{PG_PORT} unreachable ({'; '.join(errors)})"
+    if os.environ.get("CI") == "true":
+        pytest.fail(reason)
+    pytest.skip(reason + "; start it (.ci/run does) to run these tests")
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A throwaway database for this session; its URL (psycopg 3)."""
+    admin, user = _pg_admin()
+    name = f"expdna_test_{secrets.token_hex(6)}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """The session database with an empty public schema."""
+    import psycopg
+
+    plain = pg_database.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA public CASCADE")
+        conn.execute("CREATE SCHEMA public")
+    return pg_database
+
+
+@pytest.fixture
+def pg_store(pg_url: str, tmp_path: Path) -> Iterator[Store]:
+    """A store on ``tmp_path/shared`` whose index is the session database, upgraded."""
+    from expdna.store.index.engine import open_index
+    from expdna.store.index.migrate import upgrade
+
+    index = open_index(tmp_path, pg_url)
+    upgrade(index)
+    index.dispose()
+    store = Store.open(tmp_path / "shared", pg_url)
+    yield store
+    store.close()

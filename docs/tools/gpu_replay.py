@@ -8,7 +8,7 @@ chain moves on to nvidia-smi exactly as it would on a machine whose NVML is miss
 
     python gpu_replay.py RECORDING [--visible CUDA_VISIBLE_DEVICES] [--brief] [-o FILE]
 
-RECORDING is a path under ../shared/testdata/nvidia-smi, or ``no-driver``. The stand-in
+RECORDING is a path under tests/data/nvidia-smi, or ``no-driver``. The stand-in
 program and the driver marker are written to ``./standin/``.
 """
 

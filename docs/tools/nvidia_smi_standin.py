@@ -2,7 +2,7 @@
 
     python nvidia_smi_standin.py RECORDING [nvidia-smi arguments...]
 
-RECORDING is one of the recorded outputs in ../shared/testdata/nvidia-smi:
+RECORDING is one of the recorded outputs in tests/data/nvidia-smi:
 
 - a capture bundle (``*_capture.txt``, nvidia_gpu_exporter): answers ``--query-gpu=...``
   (from the recorded CSV row, in the order asked, ``nounits`` applied), ``--version`` and

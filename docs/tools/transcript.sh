@@ -9,11 +9,11 @@
 #
 # DEMO (default $TMPDIR/demo, i.e. /tmp/demo) is deleted and rebuilt. EXPDNA_DOCS_BENCH=1
 # also runs the two benchmarks (about a minute); without it their blocks keep old output.
-# The GPU blocks replay ../shared/testdata/nvidia-smi (EXPDNA_TESTDATA); absent, skipped.
+# The GPU blocks replay the recordings in tests/data/nvidia-smi.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TOOLS="$REPO/docs/tools"
 DEMO="${EXPDNA_DOCS_DEMO:-${TMPDIR:-/tmp}/demo}"
-TESTDATA="${EXPDNA_TESTDATA:-$REPO/../shared/testdata}"
+TESTDATA="$REPO/tests/data"
 export REPO DEMO
 "$TOOLS/setup.sh" >&2 || exit 1
 . "$TOOLS/env.sh"

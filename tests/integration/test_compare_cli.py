@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import string
 import subprocess
 import sys
@@ -13,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-EXPDNA = shutil.which("expdna", path=str(Path(sys.executable).parent)) or shutil.which("expdna")
-pytestmark = pytest.mark.skipif(EXPDNA is None, reason="the expdna command is not installed")
+from tests.factories import EXPDNA
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -31,11 +29,12 @@ def git(repo: Path, *args: str) -> None:
                    capture_output=True)  # fmt: skip
 
 
-def expdna(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert EXPDNA is not None
+def expdna(
+    *args: str | Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [EXPDNA, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120,
-        env={**os.environ, **GIT_ENV},
+        env={**os.environ, **GIT_ENV, **(env or {})},
     )  # fmt: skip
 
 
@@ -47,9 +46,11 @@ def out(tmp_path: Path) -> Path:
     return path
 
 
-def generate(repo: Path, target: Path, *argv: str) -> Path:
+def generate(repo: Path, target: Path, *argv: str, env: dict[str, str] | None = None) -> Path:
     # A generous deadline: a loaded test machine must not turn into a missing code section.
-    done = expdna("generate", "--deadline", "60", "--output", target, "--", *argv, cwd=repo)
+    done = expdna(
+        "generate", "--deadline", "60", "--output", target, "--", *argv, cwd=repo, env=env
+    )
     assert done.returncode == 0, done.stderr
     assert repo.name in json.loads(target.read_text())["code"], done.stderr
     return target
@@ -155,10 +156,30 @@ def test_diff_warns_about_a_stale_stored_dna(repo: Path, out: Path) -> None:
 
 
 def test_rerun_confirm_exits_with_the_command_status(repo: Path, out: Path) -> None:
-    manifest = generate(repo, out / "m.json", sys.executable, "-c", "import sys; sys.exit(3)")
+    # A program by name, not sys.executable: an interpreter under $HOME is recorded as
+    # <HOME>/..., which rerun rightly refuses (the next test), and venvs often live there.
+    manifest = generate(repo, out / "m.json", "sh", "-c", "exit 3")
     done = expdna("rerun", manifest, "--confirm", cwd=repo)
     assert done.returncode == 3, done.stderr
     assert "verdict: PASS" in done.stderr
+
+
+def test_rerun_confirm_refuses_a_program_under_the_home_directory(
+    repo: Path, out: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    program = home / "venv" / "bin" / "train"
+    program.parent.mkdir(parents=True)
+    program.write_text("#!/bin/sh\nexit 3\n")
+    program.chmod(0o755)
+    manifest = generate(repo, out / "m.json", str(program), env={"HOME": str(home)})
+    assert json.loads(manifest.read_text())["command"]["argv"] == ["<HOME>/venv/bin/train"]
+
+    done = expdna("rerun", manifest, "--confirm", cwd=repo, env={"HOME": str(home)})
+    assert done.returncode == 1, done.stderr
+    assert "refusing to rerun" in done.stderr and "argv[0]" in done.stderr
+    script = expdna("rerun", manifest, "--dry-run", cwd=repo)
+    assert "# FILL IN BY HAND: argv[0] ('<HOME>/venv/bin/train')" in script.stdout
 
 
 def test_rerun_confirm_refuses_a_redacted_argument(repo: Path, out: Path) -> None:

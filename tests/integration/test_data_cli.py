@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pty
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +13,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-EXPDNA = shutil.which("expdna", path=str(Path(sys.executable).parent)) or shutil.which("expdna")
-pytestmark = pytest.mark.skipif(EXPDNA is None, reason="the expdna command is not installed")
+from tests.factories import EXPDNA
 
 
 def run(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    assert EXPDNA is not None
     return subprocess.run(
         [EXPDNA, *args],
         cwd=cwd,
@@ -183,7 +179,7 @@ def test_progress_line_on_a_terminal_only(tmp_path: Path) -> None:
     ds.mkdir()
     for i in range(1001):  # over the 1,000-file threshold
         (ds / f"f{i}").write_text(str(i))
-    args = [EXPDNA or "expdna", "data", "verify", "m.json"]
+    args = [EXPDNA, "data", "verify", "m.json"]
     generate(tmp_path, "many")
     piped = run(tmp_path, "data", "verify", "m.json", "--no-cache")
     assert "hashing" not in piped.stderr

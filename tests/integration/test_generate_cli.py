@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import git
-
-EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
+from tests.factories import EXPDNA, git
 
 
 def run(

@@ -11,25 +11,27 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
 import expdna
-from expdna.cli import cli
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import Manifest
 from expdna.store import Store
 from expdna.store.stability import stability
-from tests.conftest import git
-from tests.integration.test_store_postgres import pg_database, pg_store, pg_url  # noqa: F401
-from tests.integration.test_store_sqlite import collide_prefix
-from tests.unit.test_stability import SEED_PATHS, dna, record_docs, seed_doc
+from tests.factories import (
+    EXPDNA,
+    SEED_PATHS,
+    collide_prefix,
+    dna,
+    git,
+    invoke,
+    record_docs,
+    seed_doc,
+)
 
-EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
 SEEDS = ["--ignore", "config.resolved_args.seed", "--ignore", "training.seeds.seed"]
 
 
@@ -37,10 +39,6 @@ def run(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
     env["EXPDNA_STORE"] = str(store)
     return subprocess.run([EXPDNA, *args], capture_output=True, text=True, timeout=120, env=env)
-
-
-def invoke(store: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["--store", str(store), *args])
 
 
 def _collect(repo: Path, seed: int, val_loss: float) -> Manifest:
@@ -206,7 +204,7 @@ def test_help_names_the_seed_paths() -> None:
 
 
 @pytest.mark.postgres
-def test_seed_pooling_on_a_postgres_index(pg_store: Store) -> None:  # noqa: F811
+def test_seed_pooling_on_a_postgres_index(pg_store: Store) -> None:
     """The same grouping queries on PostgreSQL (GROUP BY with min(), IN lists)."""
     s1, s2, s3, other = record_docs(
         pg_store,

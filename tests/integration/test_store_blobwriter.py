@@ -22,7 +22,7 @@ from expdna.manifest.model import Manifest
 from expdna.store import Store
 from expdna.store.objects.blobwriter import BlobWriter, serve
 from expdna.store.objects.directory import ObjectDir
-from tests.unit.test_store_factory import synthetic
+from tests.factories import synthetic
 
 BATCH = 80  # at least expdna.store.record.recorder.MIN_HELPER_BLOBS runs a batch
 

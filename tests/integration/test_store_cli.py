@@ -5,42 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from expdna.cli import cli
 from expdna.manifest.io import write_manifest
 from expdna.store import Store
-from tests.conftest import git
-from tests.integration.test_store_sqlite import collide_prefix
-from tests.unit.test_store_factory import DRIVER, VBIOS, synthetic
-
-EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
-
-
-def run(store: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "EXPDNA_STORE": str(store)}
-    env.pop("EXPDNA_INDEX_URL", None)
-    return subprocess.run(
-        [EXPDNA, *args], capture_output=True, text=True, timeout=120, env=env, cwd=cwd
-    )
-
-
-def invoke(store: Path, *args: str) -> Result:
-    return CliRunner().invoke(cli, ["--store", str(store), *args])
-
-
-def rows(text: str) -> list[dict[str, Any]]:
-    parsed = json.loads(text)
-    assert isinstance(parsed, list)
-    return parsed
+from tests.factories import DRIVER, VBIOS, collide_prefix, git, invoke, rows, run, synthetic
 
 
 @pytest.fixture(scope="module")

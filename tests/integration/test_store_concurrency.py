@@ -1,6 +1,6 @@
 """Many recorders at once lose nothing and duplicate nothing; a recorder killed with
 SIGKILL at any point leaves a store that fsck calls consistent. (PostgreSQL runs the same
-concurrency check in test_store_postgres.py.)"""
+concurrency checks, below.)"""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 
 from expdna.store import Store
 from expdna.store.queries import named_filter
-from tests.unit.test_store_factory import synthetic
+from tests.factories import synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,12 +105,24 @@ def test_concurrent_recorders_on_sqlite(tmp_path: Path) -> None:
     record_concurrently(tmp_path / "store", None)
 
 
+@pytest.mark.postgres
+def test_concurrent_recorders_on_postgres(pg_store: Store, tmp_path: Path) -> None:
+    url = pg_store.index.url.render_as_string(hide_password=False)
+    record_concurrently(tmp_path / "team", url)
+
+
+@pytest.mark.postgres
+def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) -> None:
+    url = pg_store.index.url.render_as_string(hide_password=False)
+    pin_and_link_concurrently(tmp_path / "team", url)
+
+
 # Calls of one batch (written in the recorder) and calls of two (the second batch's blobs
 # written by the helper process, expdna.store.objects.blobwriter), in turn.
 _KILLED_RECORDER = """
 import itertools, sys
 from expdna.store import Store
-from tests.unit.test_store_factory import synthetic
+from tests.factories import synthetic
 first, span = int(sys.argv[1]), int(sys.argv[2])
 with Store.open(sys.argv[3]) as store:
     print("ready", flush=True)

@@ -17,9 +17,7 @@ from expdna.errors import InvalidInputError
 from expdna.store import Store
 from expdna.store.errors import InvalidRunRefError, RunNotFoundError
 from expdna.store.queries import parse_where
-from tests.integration.test_store_cli import invoke, run
-from tests.integration.test_store_postgres import pg_database, pg_store, pg_url  # noqa: F401
-from tests.unit.test_store_factory import DRIVER, synthetic
+from tests.factories import DRIVER, invoke, run, synthetic
 
 SECTIONS = ("code", "config", "training", "environment", "hardware", "runtime", "data")
 
@@ -74,7 +72,7 @@ def test_record_metrics_refuses_unknown_runs_and_bad_values(store: Store) -> Non
 
 
 @pytest.mark.postgres
-def test_record_metrics_on_postgres(pg_store: Store) -> None:  # noqa: F811
+def test_record_metrics_on_postgres(pg_store: Store) -> None:
     pg_store.record_many([synthetic(i, setup=i // 2) for i in range(6)])
     _metrics_update(pg_store)
 
@@ -143,7 +141,7 @@ def test_export_reads_back_typed(store: Store, tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_export_on_postgres(pg_store: Store, tmp_path: Path) -> None:  # noqa: F811
+def test_export_on_postgres(pg_store: Store, tmp_path: Path) -> None:
     pg_store.record_many(
         [synthetic(i, setup=i // 2, driver=DRIVER if i % 2 else "535.104.05") for i in range(6)]
     )

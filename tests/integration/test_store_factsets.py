@@ -15,7 +15,7 @@ from expdna.store.index.migrate import alembic_config
 from expdna.store.index.models import Fact, FactSet, FactSetMember, Run, RunFactSet
 from expdna.store.queries import named_filter
 from expdna.store.record.factsets import is_own, partition, set_digest
-from tests.unit.test_store_factory import synthetic, synthetic_doc
+from tests.factories import synthetic, synthetic_doc
 
 RUNS = 12
 

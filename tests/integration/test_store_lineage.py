@@ -16,9 +16,7 @@ from expdna.manifest.io import manifest_from_dict, write_manifest
 from expdna.manifest.model import Manifest
 from expdna.store import Store
 from expdna.store.errors import RunNotFoundError
-from tests.integration.test_store_cli import invoke, rows, run
-from tests.integration.test_store_postgres import pg_database, pg_store, pg_url  # noqa: F401
-from tests.unit.test_store_factory import synthetic_doc
+from tests.factories import invoke, rows, run, synthetic_doc
 
 
 def child(i: int, *edges: tuple[str, str]) -> Manifest:
@@ -172,7 +170,7 @@ def test_lineage_and_link_through_the_installed_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_lineage_on_postgres(pg_store: Store) -> None:  # noqa: F811
+def test_lineage_on_postgres(pg_store: Store) -> None:
     chain(pg_store)
     assert [e.run_id for e in pg_store.lineage(rid(0)).descendants][:2] == [rid(1), rid(2)]
     assert pg_store.link(rid(0), rid(4), "rerun_of") is True

@@ -15,10 +15,7 @@ from click.testing import CliRunner, Result
 
 from expdna.cli import cli as cli_group
 from expdna.store import Store
-from tests.integration.test_store_cli import EXPDNA, rows
-from tests.integration.test_store_postgres import pg_database, pg_url  # noqa: F401
-from tests.integration.test_store_sqlite import collide_prefix
-from tests.unit.test_store_factory import synthetic
+from tests.factories import EXPDNA, collide_prefix, rows, synthetic
 
 
 def expdna(
@@ -101,7 +98,7 @@ def test_pin_and_which_through_the_installed_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_pin_and_which_on_postgres(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_pin_and_which_on_postgres(pg_url: str, tmp_path: Path) -> None:
     assert cli(tmp_path / "store", "db", "upgrade", index_url=pg_url).exit_code == 0
     _pin_and_which(tmp_path / "store", tmp_path, pg_url)
 

@@ -1,19 +1,13 @@
-"""The store with a shared PostgreSQL index: revisions, models vs migrations, recording,
-queries and concurrent recorders, on the real server (127.0.0.1:5432, trust auth).
+"""The store with a shared PostgreSQL index: revisions, models vs migrations, recording
+and queries, on the real server (127.0.0.1:5432, trust auth).
 
-One throwaway database per test session, dropped at the end; each test starts from an
-empty ``public`` schema. When the server is down these tests fail in CI (``CI=true``) and
-are skipped, saying why, elsewhere.
+The fixtures (pg_url, pg_store: one throwaway database per session) are in conftest.py;
+the concurrent recorders on PostgreSQL are in test_store_concurrency.py.
 """
 
 from __future__ import annotations
 
-import getpass
-import os
-import secrets
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -23,71 +17,9 @@ from expdna.store.index.engine import open_index
 from expdna.store.index.migrate import HEAD, alembic_config, current_revision, upgrade
 from expdna.store.index.models import Base
 from expdna.store.queries import named_filter
-from tests.integration.test_store_concurrency import pin_and_link_concurrently, record_concurrently
-from tests.unit.test_store_factory import VBIOS, synthetic
+from tests.factories import VBIOS, synthetic
 
 pytestmark = pytest.mark.postgres
-
-HOST = "127.0.0.1"
-PORT = 5432
-
-
-def _admin() -> tuple[Any, str]:
-    import psycopg
-
-    errors = []
-    for user in dict.fromkeys(("postgres", getpass.getuser())):
-        try:
-            conn = psycopg.connect(
-                host=HOST,
-                port=PORT,
-                dbname="postgres",
-                user=user,
-                autocommit=True,
-                connect_timeout=5,
-            )
-            return conn, user
-        except psycopg.OperationalError as exc:
-            errors.append(f"{user}: {str(exc).strip().splitlines()[0]}")
-    reason = f"PostgreSQL at {HOST}:{PORT} unreachable ({'; '.join(errors)})"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason + "; start it (.ci/run does) to run these tests")
-
-
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """A throwaway database for this session; its URL (psycopg 3)."""
-    admin, user = _admin()
-    name = f"expdna_test_{secrets.token_hex(6)}"
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql+psycopg://{user}@{HOST}:{PORT}/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
-
-
-@pytest.fixture
-def pg_url(pg_database: str) -> str:
-    """The session database with an empty public schema."""
-    import psycopg
-
-    plain = pg_database.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(plain, autocommit=True) as conn:
-        conn.execute("DROP SCHEMA public CASCADE")
-        conn.execute("CREATE SCHEMA public")
-    return pg_database
-
-
-@pytest.fixture
-def pg_store(pg_url: str, tmp_path: Path) -> Iterator[Store]:
-    index = open_index(tmp_path, pg_url)
-    upgrade(index)
-    index.dispose()
-    store = Store.open(tmp_path / "shared", pg_url)
-    yield store
-    store.close()
 
 
 def test_an_empty_postgres_index_names_the_upgrade_command(pg_url: str, tmp_path: Path) -> None:
@@ -153,16 +85,6 @@ def test_record_and_query_on_postgres(pg_store: Store) -> None:
     manifest = next(m for m in manifests if m.run_id == run.run_id)
     assert pg_store.load(run.run_id) == manifest
     assert pg_store.fsck().ok
-
-
-def test_concurrent_recorders_on_postgres(pg_store: Store, tmp_path: Path) -> None:
-    url = pg_store.index.url.render_as_string(hide_password=False)
-    record_concurrently(tmp_path / "team", url)
-
-
-def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) -> None:
-    url = pg_store.index.url.render_as_string(hide_password=False)
-    pin_and_link_concurrently(tmp_path / "team", url)
 
 
 def test_postgres_statements_are_planned_for_their_parameters(pg_store: Store) -> None:

@@ -24,7 +24,7 @@ from expdna.store.errors import (
     RunNotFoundError,
 )
 from expdna.store.queries import named_filter, parse_where
-from tests.unit.test_store_factory import DRIVER, PATCH_TEXT, VBIOS, synthetic, synthetic_doc
+from tests.factories import DRIVER, PATCH_TEXT, VBIOS, collide_prefix, synthetic, synthetic_doc
 
 
 @pytest.fixture
@@ -209,22 +209,6 @@ def test_resolving_runs_and_dna_prefixes(history: Store) -> None:
         history.get("../../etc/passwd")
     with pytest.raises(InvalidRunRefError, match="at least 6"):
         history.get("abc")
-
-
-def collide_prefix(store: Store, run_id: str, with_dna: str, length: int = 6) -> str:
-    """Give ``run_id`` a DNA sharing its first ``length`` hex with ``with_dna`` (index only).
-
-    A real 6-hex collision needs thousands of runs (the birthday bound of 16^6); resolving
-    prefixes is index work, so the index row is edited instead.
-    """
-    from sqlalchemy import update
-
-    from expdna.store.index.models import Run
-
-    crafted = with_dna[:length] + ("0" if with_dna[length] != "0" else "1") + with_dna[length + 1 :]
-    with store.index.write() as conn:
-        conn.execute(update(Run).where(Run.run_id == run_id).values(dna=crafted))
-    return crafted
 
 
 def test_an_ambiguous_prefix_lists_the_candidates(history: Store) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from expdna.manifest import compute_dna, load_manifest
-from tests.conftest import git
+from tests.factories import git
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "train_tiny.py"
 

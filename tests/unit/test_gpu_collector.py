@@ -1,7 +1,7 @@
 """The GPU collector: source order, visibility, versions, and this GPU-less machine.
 
 This machine has no GPU, so the NVML and nvidia-smi paths replay values recorded on real
-GPUs (../shared/testdata/nvidia-smi); the no-GPU path runs for real.
+GPUs (tests/data/nvidia-smi); the no-GPU path runs for real.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from expdna.collectors.nvidia_smi import GPU_KEYS, SourceAbsent
 from expdna.collectors.nvml import Nvml, load_pynvml
 from expdna.collectors.runner import Collector, run_collectors
 from expdna.manifest.dna import projections
-from tests.unit.test_nvidia_smi import NO_DRIVER, Replay, capture_section, query_output, smi_dir
+from tests.factories import NO_DRIVER, Replay, capture_section, query_output, smi_dir
 
 H200 = "gpuexporter_h200_driver-590.48.01_capture.txt"
 MIG = "gpuexporter_h100-80gb-hbm3_mig_driver-590.48.01_capture.txt"

@@ -25,7 +25,7 @@ from expdna.integrations.recording import guarded
 from expdna.manifest import compute_dna, load_manifest
 from expdna.store.config import StoreConfig
 from expdna.store.queries import parse_where
-from tests.conftest import git
+from tests.factories import git
 
 BROKEN_INDEX = "postgresql+psycopg://nobody@127.0.0.1:1/x"
 

@@ -1,4 +1,4 @@
-"""nvidia-smi parsers against the real captures in ../shared/testdata/nvidia-smi.
+"""nvidia-smi parsers against the real captures in tests/data/nvidia-smi.
 
 The expected values in the tables were read out of the capture files by hand (and from
 their ``-q`` text sections, which restate the same facts): they are the conformance table.
@@ -6,10 +6,8 @@ their ``-q`` text sections, which restate the same facts): they are the conforma
 
 from __future__ import annotations
 
-import re
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,75 +27,7 @@ from expdna.collectors.nvidia_smi import (
     report_from_csv,
 )
 from expdna.collectors.process import Completed, run
-
-# --- capture helpers (also used by test_gpu_collector) -------------------------------------
-
-
-def smi_dir(testdata: Path) -> Path:
-    return testdata / "nvidia-smi"
-
-
-def capture_section(text: str, title: str) -> str:
-    """The body of one ``# <title>`` section of an nvidia_gpu_exporter capture bundle.
-
-    A section is a ``####`` rule, ``# title`` and ``# $ command`` lines, a rule, then the
-    output up to the next rule.
-    """
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(f"# {title}"))
-    body_start = next(i for i in range(start, len(lines)) if lines[i].startswith("####")) + 1
-    end = next(
-        (i for i in range(body_start, len(lines)) if lines[i].startswith("####")), len(lines)
-    )
-    return "\n".join(lines[body_start:end]).strip("\n") + "\n"
-
-
-_UNIT = re.compile(r" (MiB|W|MHz|%|C|us)$")
-
-
-def query_output(text: str, fields: Sequence[str] = QUERY_FIELDS) -> str:
-    """What ``--query-gpu=<fields> --format=csv,noheader,nounits`` prints on the captured
-    machine: the recorded row's columns, picked by name, units dropped."""
-    rows = parse_query_csv(capture_section(text, "idle :: query-gpu"))
-    out = []
-    for row in rows:
-        cells = []
-        for name in fields:
-            value = row[name]
-            cells.append("[N/A]" if value is None else _UNIT.sub("", value))
-        out.append(", ".join(cells))
-    return "\n".join(out) + "\n"
-
-
-@dataclass
-class Replay:
-    """A :class:`~expdna.collectors.process.Runner` answering with recorded outputs.
-
-    ``answers`` maps the first argument (``--query-gpu``, ``-q``, ``--version``, ``-L``)
-    to a list of (returncode, stdout) given out in turn; the last one repeats.
-    """
-
-    answers: Mapping[str, list[tuple[int, str]]]
-    calls: list[list[str]] = field(default_factory=list)
-
-    def __call__(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout_s: float,
-        input: bytes | None = None,
-    ) -> Completed:
-        self.calls.append(list(argv))
-        key = argv[1].split("=", 1)[0]
-        if key not in self.answers:
-            return Completed(2, b"", f"unexpected {key}".encode())
-        queue = self.answers[key]
-        index = sum(1 for c in self.calls if c[1].split("=", 1)[0] == key) - 1
-        code, out = queue[min(index, len(queue) - 1)]
-        return Completed(code, out.encode(), b"")
-
+from tests.factories import NO_DRIVER, Replay, capture_section, query_output, smi_dir
 
 # --- XML conformance table -----------------------------------------------------------------
 
@@ -598,12 +528,6 @@ def test_not_a_value_spellings(raw: object, expected: str | None) -> None:
 
 
 # --- the runs ------------------------------------------------------------------------------
-
-# nvidia-smi's message when the driver is not loaded (exit status 9).
-NO_DRIVER = (
-    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-    "Make sure that the latest NVIDIA driver is installed and running.\n"
-)
 
 
 def test_query_csv_drops_each_field_an_old_driver_rejects(testdata: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,8 +27,7 @@ from expdna.collectors import (
     process,
     run_collectors,
 )
-
-EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
+from tests.factories import EXPDNA
 
 PLUGIN = """
 from expdna.collectors import Collector

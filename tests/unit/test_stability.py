@@ -6,14 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import compute_dna
-from expdna.manifest.io import manifest_from_dict
-from expdna.manifest.model import DNA_SECTIONS, Manifest
+from expdna.manifest.model import DNA_SECTIONS
 from expdna.store import Store
 from expdna.store.errors import AmbiguousPrefixError, InvalidRunRefError, RunNotFoundError
 from expdna.store.stability import (
@@ -24,9 +21,7 @@ from expdna.store.stability import (
     summarise_rows,
     touched_sections,
 )
-from tests.unit.test_store_factory import synthetic_doc
-
-SEED_PATHS = ("config.resolved_args.seed", "training.seeds.seed")
+from tests.factories import SEED_PATHS, collide_prefix, dna, manifest_of, record_docs, seed_doc
 
 # -- statistics ----------------------------------------------------------------------
 
@@ -108,13 +103,13 @@ def test_check_ignore_refuses_paths_outside_the_dna_and_dedupes() -> None:
 def test_recomputed_dna_adds_to_the_manifests_own_ignores() -> None:
     doc = seed_doc(1, seed=5)
     doc["config"]["dna_ignore"] = ["config.resolved_args.global_batch_size"]
-    manifest = _manifest(doc)
+    manifest = manifest_of(doc)
     stored = manifest.to_dict()
     assert manifest.dna is not None
     assert recomputed_dna(stored, []) == manifest.dna.value
     other_seed = seed_doc(1, seed=6)
     other_seed["config"]["dna_ignore"] = ["config.resolved_args.global_batch_size"]
-    other = _manifest(other_seed).to_dict()
+    other = manifest_of(other_seed).to_dict()
     assert recomputed_dna(stored, SEED_PATHS) == recomputed_dna(other, SEED_PATHS)
     # The seed argument alone pools too: the training field derived from it goes with it.
     assert SEED_PATHS[0] == "config.resolved_args.seed"
@@ -127,39 +122,10 @@ def test_recomputed_dna_adds_to_the_manifests_own_ignores() -> None:
 # -- the query over a real store -----------------------------------------------------
 
 
-def seed_doc(
-    i: int, *, seed: int = 0, driver: str = "535.104.05", **metrics: float
-) -> dict[str, Any]:
-    """Setup 1 of the factory with ``seed`` in both places the seed is recorded."""
-    doc = synthetic_doc(i, setup=1, driver=driver)
-    doc["config"]["resolved_args"]["seed"] = seed
-    doc["training"]["seeds"]["seed"] = seed
-    doc["metrics"] = dict(metrics)
-    return doc
-
-
-def _manifest(doc: dict[str, Any]) -> Manifest:
-    manifest = manifest_from_dict(doc)
-    manifest.dna = compute_dna(manifest)
-    return manifest
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     with Store.open(tmp_path / "store") as opened:
         yield opened
-
-
-def record_docs(store: Store, *docs: dict[str, Any]) -> list[Manifest]:
-    manifests = [_manifest(doc) for doc in docs]
-    for manifest in manifests:
-        store.record(manifest)
-    return manifests
-
-
-def dna(manifest: Manifest) -> str:
-    assert manifest.dna is not None
-    return manifest.dna.value
 
 
 def test_runs_of_one_dna(store: Store) -> None:
@@ -266,8 +232,6 @@ def test_an_ignore_that_removes_nothing_is_reported(store: Store) -> None:
 
 
 def test_bad_references(store: Store) -> None:
-    from tests.integration.test_store_sqlite import collide_prefix
-
     a, b = record_docs(store, seed_doc(1, seed=1, val_loss=0.1), seed_doc(2, seed=2, val_loss=0.2))
     with pytest.raises(RunNotFoundError):
         stability(store, "0" * 12 if not dna(a).startswith("0" * 12) else "f" * 12)

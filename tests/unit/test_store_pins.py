@@ -18,7 +18,7 @@ from expdna.errors import InvalidInputError
 from expdna.store import Store
 from expdna.store.checkpoints import FileDigests, local_path
 from expdna.store.errors import InvalidDigestError, InvalidRunRefError, RunNotFoundError
-from tests.unit.test_store_factory import synthetic
+from tests.factories import synthetic
 
 
 @pytest.fixture(autouse=True)

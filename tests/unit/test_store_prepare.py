@@ -17,7 +17,7 @@ from expdna.store.errors import DnaMismatchError
 from expdna.store.record.flatten import MAX_VALUE_CHARS, flatten, query_value
 from expdna.store.record.prepare import parse_time, prepare
 from expdna.store.record.storeform import moved_patches, to_file_form, to_store_form
-from tests.unit.test_store_factory import PATCH_TEXT, VBIOS, synthetic, synthetic_doc
+from tests.factories import PATCH_TEXT, VBIOS, synthetic, synthetic_doc
 
 
 def facts_of(doc: dict[str, Any]) -> set[tuple[str, str]]:

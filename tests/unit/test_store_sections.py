@@ -16,7 +16,7 @@ from expdna.store.errors import DnaMismatchError
 from expdna.store.record.prepare import Prepared, prepare_doc
 from expdna.store.record.sections import SectionMemo, assemble, split
 from expdna.store.record.storeform import dumps
-from tests.unit.test_store_factory import synthetic, synthetic_doc
+from tests.factories import synthetic, synthetic_doc
 
 VECTORS = Path(__file__).resolve().parents[1] / "vectors" / "dna"
 

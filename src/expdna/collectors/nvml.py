@@ -149,9 +149,3 @@ class Nvml:
                 lib.nvmlShutdown()
             except lib.NVMLError as exc:
                 log.debug("nvmlShutdown: %s", exc)
-
-
-def read_nvml(lib: Any | None = None, *, mig: bool = False) -> tuple[GpuReport, list[str]]:
-    """The NVML report and the getters' warnings; ``lib`` defaults to the real pynvml."""
-    adapter = Nvml(lib if lib is not None else load_pynvml())
-    return adapter.read(mig=mig), adapter.warnings

@@ -30,10 +30,6 @@ T = TypeVar("T")
 STORE_DEADLINE_S = 15.0
 
 
-class Missed(Exception):
-    """The guarded call did not answer within its deadline."""
-
-
 def guarded(what: str, fn: Callable[[], T], deadline_s: float) -> tuple[T | None, str | None]:
     """``(result, None)``, or ``(None, warning)`` when ``fn`` raised or missed the deadline."""
     box: dict[str, Any] = {}
