@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.store import open_store
-from expdna.store.record.prepare import parse_time
+from expdna.manifest.times import parse_time
 
 
 @click.command("export")

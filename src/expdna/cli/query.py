@@ -15,8 +15,8 @@ from expdna.cli.output import emit_json
 from expdna.cli.store import open_store
 from expdna.manifest.dna import short
 from expdna.manifest.io import load_manifest, serialise
+from expdna.manifest.times import parse_time
 from expdna.store.entities import RunRecord, RunSummary, iso
-from expdna.store.record.prepare import parse_time
 
 _COLUMNS = (
     ("RUN", 30),

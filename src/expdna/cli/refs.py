@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _is_file_name(text: str) -> bool:
-    from expdna.store.record.prepare import RUN_ID
+    from expdna.manifest.runid import RUN_ID
 
     return (
         os.path.exists(text)

@@ -7,8 +7,6 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 RecordStatus = Literal["recorded", "skipped", "conflict", "failed"]
-#: Relations a lineage edge may carry (child <relation> parent).
-RELATIONS = ("resumed_from", "rerun_of", "derived_from")
 
 
 def iso(moment: datetime | None) -> str | None:

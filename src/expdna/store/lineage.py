@@ -19,7 +19,8 @@ from sqlalchemy import Connection, select
 from sqlalchemy.orm import InstrumentedAttribute
 
 from expdna.errors import InvalidInputError
-from expdna.store.entities import RELATIONS, LineageEdge, LineageReport
+from expdna.manifest.lineage import RELATIONS
+from expdna.store.entities import LineageEdge, LineageReport
 from expdna.store.errors import RunNotFoundError
 from expdna.store.index.engine import Index
 from expdna.store.index.models import LINEAGE_KEY, Lineage, Run
