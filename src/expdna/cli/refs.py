@@ -36,8 +36,8 @@ def _is_file_name(text: str) -> bool:
 
 
 def _open(store_dir: str | None, index_url: str | None, missing: str) -> Store:
+    from expdna.store import SQLITE_NAME
     from expdna.store.facade import Store, default_store_dir
-    from expdna.store.index.engine import SQLITE_NAME
 
     root = Path(store_dir) if store_dir else default_store_dir()
     url = index_url or os.environ.get("EXPDNA_INDEX_URL") or None

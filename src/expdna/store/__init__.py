@@ -23,12 +23,18 @@ from expdna.store.entities import (
 
 if TYPE_CHECKING:
     from expdna.store.facade import Store
+    from expdna.store.objects.directory import ObjectDir
     from expdna.store.queries import Filter
 
+#: The embedded SQLite index, inside the store directory.
+SQLITE_NAME = "index.sqlite"
+
 __all__ = [
+    "SQLITE_NAME",
     "Filter",
     "FsckReport",
     "GcReport",
+    "ObjectDir",
     "RecordResult",
     "RunRecord",
     "RunSummary",
@@ -45,4 +51,8 @@ def __getattr__(name: str) -> Any:
         from expdna.store.queries import Filter
 
         return Filter
+    if name == "ObjectDir":
+        from expdna.store.objects.directory import ObjectDir
+
+        return ObjectDir
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,8 +35,8 @@ from expdna.store.entities import (
     RunSummary,
 )
 from expdna.store.errors import RunConflictError, StoreError
-from expdna.store.index.engine import Index, open_index
-from expdna.store.index.migrate import ensure_current
+from expdna.store.index.engine import Index, open_index, shown
+from expdna.store.index.migrate import HEAD, current_revision, ensure_current, upgrade
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.queries import Filter
 from expdna.store.record.prepare import prepare
@@ -342,6 +342,20 @@ class Store:
         return export_parquet(self.index, Path(path), filters=where, since=since)
 
     # -- maintenance -----------------------------------------------------------------
+
+    @property
+    def index_location(self) -> str:
+        """Where the index is, for messages: its URL without a password."""
+        return shown(self.index.url)
+
+    def index_revision(self) -> tuple[str | None, str]:
+        """The index's schema revision (None when empty) and the one this expdna needs."""
+        with self.index.read() as conn:
+            return current_revision(conn), HEAD
+
+    def upgrade_index(self) -> tuple[str | None, str]:
+        """Bring the index to this expdna's schema revision; returns (before, after)."""
+        return upgrade(self.index)
 
     def fsck(self) -> FsckReport:
         return maintenance.fsck(self.objects, self.index)
