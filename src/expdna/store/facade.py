@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from expdna.errors import ExpdnaError
 from expdna.filesystems import DEFAULT_MOUNTS
@@ -35,6 +35,7 @@ from expdna.store.entities import (
     RunSummary,
 )
 from expdna.store.errors import RunConflictError, StoreError
+from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index, open_index, shown
 from expdna.store.index.migrate import HEAD, current_revision, ensure_current, upgrade
 from expdna.store.objects.directory import ObjectDir
@@ -47,7 +48,6 @@ from expdna.store.record.storeform import to_file_form
 log = logging.getLogger(__name__)
 
 BATCH = 500
-T = TypeVar("T")
 OBJECTS = "objects"
 
 
@@ -70,17 +70,6 @@ def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
         return RecordResult(
             run_id="", dna=None, generated_at=None, status="failed", source=source, message=str(exc)
         )
-
-
-def _chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    chunk: list[T] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 class Store:
@@ -194,7 +183,7 @@ class Store:
                 prepare(m, source=next(labels) if labels is not None else None, memo=self._memo)
                 for m in chunk
             ]
-            for chunk in _chunked(manifests, batch_size)
+            for chunk in chunks(manifests, batch_size)
         )
         return list(self._recorder.run(batches))
 
@@ -202,7 +191,7 @@ class Store:
         self, paths: Iterable[str | os.PathLike[str]], *, batch_size: int = BATCH
     ) -> Iterator[RecordResult]:
         """Record manifest files, yielding one result per file; a bad file is ``failed``."""
-        batches = ([_load(p, self._memo) for p in chunk] for chunk in _chunked(paths, batch_size))
+        batches = ([_load(p, self._memo) for p in chunk] for chunk in chunks(paths, batch_size))
         yield from self._recorder.run(batches)
 
     def scan(
