@@ -13,8 +13,8 @@ import pytest
 from expdna.digest import hex_of
 from expdna.digest.refs import parse_digest
 from expdna.errors import InvalidInputError, NotFoundError
-from expdna.store.objects import directory as objects_module
 from expdna.store.errors import CorruptObjectError, InvalidDigestError, MissingObjectError
+from expdna.store.objects import directory as objects_module
 from expdna.store.objects.directory import ObjectDir
 
 
