@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.unit.test_store_factory import synthetic_doc
 
+from expdna.digest.refs import ref
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict, write_manifest
 from expdna.manifest.model import Manifest
@@ -292,7 +293,7 @@ def measure(
             "scan_runs_s": scanned,
             "twins_ms": median_ms(store.twins, ids),
             "which_name_ms": median_ms(store.which, [f"ckpt-{run_id(i)}" for i in pinned]),
-            "which_digest_ms": median_ms(store.which, [f"blake3:{pin_digest(i)}" for i in pinned]),
+            "which_digest_ms": median_ms(store.which, [ref(pin_digest(i)) for i in pinned]),
             "vbios_ms": median_ms(lambda _: store.find(named_filter("vbios", VBIOS)), [None] * 10),
             "vbios_ids_ms": median_ms(
                 lambda _: store.find_ids(named_filter("vbios", VBIOS)), [None] * 10

@@ -303,12 +303,31 @@ def ignore(v, path, globs):  # dna_ignore: dotted paths through objects, not int
 
 def dna(manifest):
     globs = (manifest.get("config") or {}).get("dna_ignore") or []
+    unknown = manifest.get("unknown") or {}  # schema 1.1: sections a collector never finished
     sections = {}
     for name, project in PROJECT.items():
         section = {**DEFAULTS.get(name, {}), **(manifest.get(name) or {})}
         projected = drop_nulls(ignore(project(section), name, globs))
+        if name in unknown:  # the marker, never the reason, wraps what was collected
+            projected = {"unknown": True, "partial": projected}
         sections[name] = blake3(jcs(projected)).hexdigest()
     return blake3(jcs({"version": 1, "sections": sections})).hexdigest(), sections
+
+
+def is_seed(k):  # seed, random_seed, *_seed: in any case, with "-" read as "_"
+    name = arg_name(k).lstrip("_")
+    return name in ("seed", "random_seed") or name.endswith("_seed")
+
+
+def family(manifest):  # the DNA with every seed projected out
+    config = dict(manifest.get("config") or {})
+    config["resolved_args"] = {
+        k: v for k, v in (config.get("resolved_args") or {}).items() if not is_seed(k)
+    }
+    training = dict(manifest.get("training") or {})
+    if "seeds" in training:
+        training["seeds"] = {}  # emptied, as a run that recorded no seed
+    return dna({**manifest, "config": config, "training": training})[0]
 
 
 if __name__ == "__main__":

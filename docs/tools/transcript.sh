@@ -66,9 +66,19 @@ block err-outdir; run "expdna generate -o /nonexistent/dir/m.json"
 block legacy;     run "printf '{\"schema_version\": \"1.0\", \"run_id\": \"20250101_000000_nogit_abcd\", \"generated_at\": \"2025-01-01T00:00:00Z\", \"cli_args\": [\"python\", \"train.py\", \"--lr\", \"0.1\"]}' > legacy.json && expdna rerun legacy.json --dry-run"
 rm -f v2.json noversion.json cut.json legacy.json
 
-block ignore-1;   run "expdna generate -o manifests/s1.json --dna-ignore config.resolved_args.seed --dna-ignore training.seeds.seed -- python train.py --lr 3e-4 --seed 1"
-block ignore-2;   run "expdna generate -o manifests/s2.json --dna-ignore config.resolved_args.seed --dna-ignore training.seeds.seed -- python train.py --lr 3e-4 --seed 2"
+block ignore-1;   run "expdna generate -o manifests/s1.json --dna-ignore config.resolved_args.seed -- python train.py --lr 3e-4 --seed 1"
+block ignore-2;   run "expdna generate -o manifests/s2.json --dna-ignore config.resolved_args.seed -- python train.py --lr 3e-4 --seed 2"
 block ignore-diff; run "expdna diff manifests/s1.json manifests/s2.json"
+# a git that never answers: the code section is unknown, and the DNA says so
+mkdir -p "$DEMO/hang-bin" && printf '#!/bin/sh\nexec sleep 10\n' > "$DEMO/hang-bin/git" && chmod +x "$DEMO/hang-bin/git"
+block unknown-gen;    run "PATH=$DEMO/hang-bin:\$PATH expdna generate --deadline 1 -o manifests/hung.json -- python train.py --lr 3e-4"
+block unknown-show;   run "python -c 'import json; d = json.load(open(\"manifests/hung.json\")); print(json.dumps({k: d[k] for k in (\"schema_version\", \"unknown\", \"code\")}, indent=2))'"
+block unknown-strict; run "PATH=$DEMO/hang-bin:\$PATH expdna generate --strict --deadline 1 -o manifests/hung2.json -- python train.py --lr 3e-4"
+block unknown-check;  run "expdna check manifests/hung.json"
+# a manifest edited after it was written
+block check-edited;   run "sed 's/\"lr\": 0.0003/\"lr\": 0.01/' manifests/a.json > manifests/edited.json && expdna check manifests/edited.json"
+# bytes that are not UTF-8, and option names in any script
+block bytes-gen;  run "expdna generate -o manifests/bytes.json -- python train.py --name \$(printf 'caf\\351') --学习率 3e-4 > /dev/null && python -c 'import json; d = json.load(open(\"manifests/bytes.json\")); print(json.dumps(d[\"config\"][\"resolved_args\"], ensure_ascii=False))'"
 
 # ---- guide: redaction ---------------------------------------------------------------------
 block redact-number; run "expdna generate -o manifests/pw.json -- python train.py --lr 3e-4 --db-password 12345678 --hf-token hf_aQ7rT2mX9pL4vK8nB3cZ6wY1dF5gH0jS2e > /dev/null && python ../show_manifest.py manifests/pw.json command.argv config.resolved_args collection.redacted"

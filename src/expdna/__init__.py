@@ -1,6 +1,8 @@
 """expdna: record what a training run was, as a small secret-free manifest and its DNA.
 
-The public API. Importing it never imports torch, ray, pyarrow or sqlalchemy.
+The public API. Its names load on first use (PEP 562), so ``import expdna`` costs almost
+nothing (``expdna --version`` imports no pydantic), and never imports torch, ray, pyarrow
+or sqlalchemy.
 
 Module map, in layers from the bottom up; a module imports only from its own layer or the
 ones below it:
@@ -13,16 +15,18 @@ ones below it:
   ``schema`` (its JSON Schema), ``versioning`` (schema versions), ``canonical`` (canonical
   JSON), ``dna`` (the DNA), ``redact`` and ``redact_rules`` (redaction and its shape rules),
   ``runid`` (run ids and their syntax), ``lineage`` (relations and edge checks), ``times``
-  (timestamp parsing), ``build`` (sections in, a checked manifest out), ``io`` (files).
+  (timestamp parsing), ``escape`` (bytes that are not UTF-8, kept losslessly), ``build``
+  (sections in, a checked manifest out), ``io`` (files).
 - ``collectors/``: one module per source (``command``, ``config``, ``container``, ``data``,
   ``tabular``, ``distributions``, ``environment``, ``framework``, ``git``, ``gpu``,
   ``nvidia_smi``, ``nvml``, ``runtime``, ``system``, ``training``), what each is handed
   (``context``), subprocesses (``process``) and the parallel ``runner``.
 - ``store/``: the content-addressed object directory and the SQL index over every run
-  (``objects/``, ``index/``, ``record/``, the queries, the ``Store`` facade); its own
-  docstring maps it. ``migrations/`` holds the index's alembic revisions.
+  (``config``, ``objects/``, ``index/``, ``record/``, the queries, the ``Store``
+  facade); its own docstring maps it. ``migrations/`` holds the index's alembic revisions.
 - ``compare/``: ``check``, ``diff``, ``rerun``, ``data`` (datasets against the disk),
-  ``versions`` (version strings as checks read them).
+  ``repos`` (which repository of one run matches which of another), ``versions`` (version
+  strings as checks read them).
 - ``integrations/``: the training hook (``hook``, ``topology``, ``ray_nodes``), where its
   manifest goes (``recording``), parsed arguments (``args``), checkpoint names
   (``checkpoints``).
@@ -31,36 +35,61 @@ ones below it:
   (opening the store) and ``output`` (printing).
 """
 
-from typing import TYPE_CHECKING
-
-from expdna.api import collect, generate
-from expdna.errors import ExpdnaError
-from expdna.integrations import checkpoint_name, start, track
-from expdna.manifest import Manifest, compute_dna, load_manifest, write_manifest
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from expdna.api import collect, generate
+    from expdna.errors import ExpdnaError
+    from expdna.integrations import checkpoint_name, start, track
+    from expdna.integrations.hook import IncompleteManifestWarning
+    from expdna.manifest import Manifest, load_manifest, write_manifest
+    from expdna.manifest import compute_dna as compute_dna
+    from expdna.store import Store as Store
 
-def dna_of(manifest: Manifest) -> str:
+#: Public name -> the module it comes from.
+_LAZY = {
+    "collect": "expdna.api",
+    "generate": "expdna.api",
+    "ExpdnaError": "expdna.errors",
+    "checkpoint_name": "expdna.integrations",
+    "start": "expdna.integrations",
+    "track": "expdna.integrations",
+    "IncompleteManifestWarning": "expdna.integrations.hook",
+    "Manifest": "expdna.manifest",
+    "compute_dna": "expdna.manifest",
+    "load_manifest": "expdna.manifest",
+    "write_manifest": "expdna.manifest",
+    # The store loads SQLAlchemy: only on first use of expdna.Store.
+    "Store": "expdna.store",
+}
+
+
+def dna_of(manifest: "Manifest") -> str:
     """The 64-hex DNA of ``manifest``, recomputed from its content."""
+    from expdna.manifest import compute_dna
+
     return compute_dna(manifest).value
 
 
-if TYPE_CHECKING:
-    from expdna.store import Store
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'expdna' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain module attribute
+    return value
 
 
-def __getattr__(name: str) -> "type[Store]":
-    # The store loads SQLAlchemy: only on first use of expdna.Store, never at import.
-    if name == "Store":
-        from expdna.store import Store
-
-        return Store
-    raise AttributeError(f"module 'expdna' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 __all__ = [
     "ExpdnaError",
+    "IncompleteManifestWarning",
     "Manifest",
     "__version__",
     "checkpoint_name",

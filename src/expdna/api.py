@@ -16,10 +16,12 @@ from expdna.collectors import (
     default_registry,
     run_collectors,
 )
+from expdna.collectors.runner import Outcome
 from expdna.errors import InvalidInputError
 from expdna.manifest.build import build_manifest
+from expdna.manifest.dna import with_derived_seed_ignores
 from expdna.manifest.io import write_manifest
-from expdna.manifest.model import Manifest
+from expdna.manifest.model import DNA_SECTIONS, Manifest
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ def collect(
     resolved_args: Mapping[str, Any] | None = None,
     use_cache: bool = True,
     progress: Callable[[Any], None] | None = None,
+    output_roots: Iterable[str | os.PathLike[str]] = (),
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
@@ -51,6 +54,8 @@ def collect(
     ``resolved_args``, when given, is recorded as ``config.resolved_args`` instead of the
     arguments parsed from ``argv``. ``use_cache=False`` hashes every data file again;
     ``progress`` receives ``expdna.collectors.data.Progress`` while data files are hashed.
+    ``output_roots`` are where this run writes: untracked files there are not code (nor are
+    those under ``$EXPDNA_STORE``, per-run path arguments, or other runs' output folders).
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -63,6 +68,7 @@ def collect(
         timeout_s=deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s),
         use_cache=use_cache,
         progress=progress,
+        output_roots=tuple(Path(r) for r in output_roots),
     )
     registry = registry or default_registry()
     started = time.perf_counter()
@@ -73,9 +79,12 @@ def collect(
         overall_deadline_s=overall_deadline_s,
     )
     sections: dict[str, dict[str, Any]] = {}
+    unknown: dict[str, list[str]] = {}
     for name, outcome in outcomes.items():
         section = registry.collectors[name].section
         sections.setdefault(section, {}).update(outcome.section)
+        if outcome.status in UNFINISHED and section in DNA_SECTIONS:
+            unknown.setdefault(section, []).append(_unfinished(name, outcome))
     collection: dict[str, Any] = {
         "collectors": {name: outcome.record() for name, outcome in outcomes.items()},
         "duration_ms": round((time.perf_counter() - started) * 1000, 2),
@@ -83,8 +92,23 @@ def collect(
     if registry.warnings:
         collection["plugin_warnings"] = list(registry.warnings)
     return build_manifest(
-        sections, collection=collection, dna_ignore=list(dna_ignore), redact=redact
+        sections,
+        collection=collection,
+        dna_ignore=with_derived_seed_ignores(dna_ignore),
+        redact=redact,
+        unknown={section: "; ".join(reasons) for section, reasons in unknown.items()},
     )
+
+
+#: Collector outcomes that leave their section unknown: it may hold less than there was.
+#: ``skipped`` (nothing to collect here) and ``partial`` (collected, with a named gap the
+#: collector itself judged) are known.
+UNFINISHED = frozenset({"failed", "timeout"})
+
+
+def _unfinished(name: str, outcome: Outcome) -> str:
+    why = outcome.warnings[-1] if outcome.warnings else "no reason given"
+    return f"collector {name} {outcome.status}: {why}"
 
 
 def default_output(manifest: Manifest, directory: Path | None = None) -> Path:

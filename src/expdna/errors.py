@@ -15,6 +15,17 @@ class InvalidInputError(ExpdnaError):
     exit_code = 2
 
 
+class InvalidDigestError(InvalidInputError):
+    """A digest given by a user is not ``[blake3:]<64 lowercase hex>``."""
+
+    def __init__(self, value: str) -> None:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        super().__init__(
+            f"not a digest: {shown!r} (expected 64 lowercase hex characters, "
+            "optionally prefixed 'blake3:')"
+        )
+
+
 class ManifestError(InvalidInputError):
     """A manifest file cannot be read: unreadable, malformed, wrong version, too large."""
 

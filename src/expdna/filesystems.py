@@ -1,5 +1,8 @@
 """Which filesystem holds a path, and whether SQLite's WAL can work there.
 
+The one mount lookup for both SQLite files expdna keeps: the store refuses an SQLite index
+on a network filesystem, and the digest cache uses a rollback journal there instead of WAL.
+
 SQLite's WAL keeps its index in shared memory (``-shm``, mmap); on a network filesystem
 with clients on several machines that cannot work, and ``PRAGMA journal_mode=WAL`` may
 still answer "wal" and fail at the first write (sqlite.org wal.html).

@@ -99,7 +99,14 @@ def test_check_json_and_extra_repos(repo: Path, out: Path, tmp_path: Path) -> No
     assert doc["verdict"] == "PASS"
     fields = {r["field"]: r for r in doc["results"]}
     assert fields["code.lib.commit"]["status"] == "PASS"
-    assert set(fields["code.lib.commit"]) == {"rule", "field", "status", "recorded", "current"}
+    assert set(fields["code.lib.commit"]) == {
+        "rule",
+        "field",
+        "status",
+        "recorded",
+        "current",
+        "note",
+    }
 
     without = expdna("check", "--json", manifest, cwd=repo)
     assert without.returncode == 1
@@ -124,7 +131,7 @@ def test_diff_equal_then_one_resolved_arg(repo: Path, out: Path) -> None:
     assert differ.returncode == 1
     sections = section_lines(differ.stdout)
     assert [name for name, eq in sections.items() if eq == "!="] == ["config"]
-    assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in differ.stdout
+    assert "WARN config.resolved_args.lr: 0.1 -> 0.2  (in dna)" in differ.stdout
     assert differ.stderr == ""
 
     doc = json.loads(expdna("diff", "--json", a, c, cwd=repo).stdout)
@@ -241,3 +248,18 @@ def test_bad_manifest_is_one_error_line_exit_2(tmp_path: Path, case: str, comman
     assert lines[0].startswith(f"expdna: error: {bad}: ")
     assert reason in lines[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_check_fails_a_manifest_edited_after_it_was_written(repo: Path, out: Path) -> None:
+    manifest = out / "m.json"
+    done = expdna("generate", "--deadline", "60", "--output", manifest, "--", "x", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert expdna("check", manifest, cwd=repo).returncode == 0
+    doc = json.loads(manifest.read_text())
+    doc["environment"]["python_version"] = "3.0.0"  # edited; its DNA block left as written
+    manifest.write_text(json.dumps(doc))
+    edited = expdna("check", manifest, cwd=repo)
+    assert edited.returncode == 1, edited.stdout
+    [line] = [ln for ln in edited.stdout.splitlines() if ln.startswith("FAIL dna:")]
+    assert line.endswith("(edited after it was written)")
+    assert doc["dna"]["value"][:12] in line

@@ -138,3 +138,34 @@ def test_with_a_store_the_run_is_recorded_and_the_store_stays_out_of_the_dna(
         assert store.load(b["run_id"]).config.resolved_args["store"] == str(
             project.parent / "store"
         )
+
+
+def test_run_twice_inside_the_checkout_as_documented_gives_one_dna(tmp_path: Path) -> None:
+    """The docstring's own commands, from the checkout: run a's outputs are not b's code."""
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    shutil.copy(EXAMPLE, repo / "train_tiny.py")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "train_tiny.py")
+    git(repo, "commit", "-q", "-m", "tiny")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env["PYTHONWARNINGS"] = "ignore"
+    env["EXPDNA_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def train(out: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "train_tiny.py", "--output-dir", out, "--epochs", "2"],
+            cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    a, b = train("runs/a"), train("runs/b")
+    assert a["dna"] == b["dna"]
+    manifest = load_manifest(repo / b["manifest"])
+    assert manifest.code["checkout"].dirty is False  # runs/a and runs/b are outputs
+    # A file the user added is code, and changes the DNA.
+    (repo / "notes.py").write_text("LR = 3\n")
+    c = train("runs/c")
+    assert c["dna"] != a["dna"]
+    assert load_manifest(repo / c["manifest"]).code["checkout"].dirty is True

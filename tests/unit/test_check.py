@@ -18,6 +18,7 @@ from expdna.compare.check import (
     check_manifest,
     default_rules,
 )
+from expdna.manifest.dna import compute_dna
 from expdna.manifest.model import Manifest
 
 COMMIT_A = "1c8e2fb" + "0" * 33
@@ -27,7 +28,8 @@ PATCH_B = "blake3:" + "b" * 64
 
 
 def make(**sections: Any) -> Manifest:
-    return Manifest.model_validate(
+    """A manifest as expdna writes it: its DNA computed from its content."""
+    manifest = Manifest.model_validate(
         {
             "schema_version": "1.0",
             "run_id": "20260805_143025_1c8e2fb_k3f9",
@@ -35,6 +37,8 @@ def make(**sections: Any) -> Manifest:
             **sections,
         }
     )
+    manifest.dna = compute_dna(manifest)
+    return manifest
 
 
 def statuses(recorded: Manifest, current: Manifest) -> dict[str, str]:
@@ -241,14 +245,16 @@ def test_vbios_per_gpu_by_index() -> None:
 
 
 def test_fields_unrecorded_on_both_sides_are_not_printed() -> None:
-    report = check_manifest(make(), make())
-    assert report.results == ()
+    recorded = make(environment={"python_version": "3.11.7"})
+    report = check_manifest(recorded, make(environment={"python_version": "3.11.7"}))
+    # python was recorded; torch, GPU, driver and the rest were not, so have no line
+    assert [r.field for r in report.results] == ["environment.python_version"]
     assert report.verdict == "PASS"
 
 
 def test_value_present_now_but_not_recorded_is_not_checked() -> None:
     current = make(hardware={"gpu_model": "NVIDIA H100 80GB HBM3", "driver_version": "550"})
-    assert check_manifest(make(), current).results == ()
+    assert [r.field for r in check_manifest(make(), current).results] == ["sections"]
 
 
 def test_verdict_counts_and_json_shape() -> None:
@@ -268,7 +274,7 @@ def test_verdict_counts_and_json_shape() -> None:
     assert [r.field for r in report.failures()] == ["code.relax.commit", "hardware.gpu_model"]
     doc = report.to_dict()
     assert doc["verdict"] == "FAIL"
-    assert set(doc["results"][0]) == {"rule", "field", "status", "recorded", "current"}
+    assert set(doc["results"][0]) == {"rule", "field", "status", "recorded", "current", "note"}
     assert doc["results"][0]["rule"] == "commit"
 
 
@@ -359,3 +365,38 @@ def test_compute_capability_fails_and_vbios_case_does_not_matter() -> None:
     report = check_manifest(recorded, live)
     assert _status(report, "hardware.gpus.0.vbios_version") == "PASS"
     assert _status(report, "hardware.gpus.0.compute_capability") == "FAIL"
+
+
+# --- the document itself ------------------------------------------------------------
+
+
+def test_a_manifest_edited_after_it_was_written_fails() -> None:
+    recorded = make(code={"relax": repo(COMMIT_A)})
+    edited = recorded.model_copy(deep=True)
+    edited.code["relax"].commit = COMMIT_B  # the DNA block still names COMMIT_A's setup
+    current = make(code={"relax": repo(COMMIT_B)})
+    report = check_manifest(edited, current)
+    [dna] = [r for r in report.results if r.field == "dna"]
+    assert (dna.status, dna.recorded, dna.note) == (
+        "FAIL",
+        recorded.dna.value if recorded.dna else None,
+        "edited after it was written",
+    )
+    assert dna.current == compute_dna(edited).value
+    assert report.verdict == "FAIL"
+    # Unedited, the same manifest has no dna finding at all.
+    assert "dna" not in statuses(recorded, make(code={"relax": repo(COMMIT_A)}))
+
+
+def test_a_manifest_without_a_dna_block_warns() -> None:
+    recorded = make(code={"relax": repo()})
+    recorded.dna = None
+    assert one(recorded, make(code={"relax": repo()}), "dna")[0] == "WARN"
+
+
+def test_a_manifest_with_nothing_collected_is_not_a_pass() -> None:
+    report = check_manifest(make(), make(code={"relax": repo()}))
+    assert report.verdict == "WARN"
+    [finding] = report.results
+    assert finding.field == "sections"
+    assert finding.note is not None and "nothing recorded" in finding.note

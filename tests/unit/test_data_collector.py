@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 from blake3 import blake3
 
-from expdna import digest
 from expdna.collectors import data as data_mod
 from expdna.collectors import tabular
 from expdna.collectors.context import CollectContext, Partial
@@ -29,8 +28,8 @@ from expdna.collectors.data import (
     parse_listing,
 )
 from expdna.compare.data import DataCheck, resolve_root, verify_data
-from expdna.digest import ref_of
-from expdna.digest.cache import DigestCache
+from expdna.digest import hashing, ref_of
+from expdna.digest.cache import DigestCache, stat_key
 
 
 def later() -> int:
@@ -101,10 +100,21 @@ def test_single_file_dataset(tmp_path: Path) -> None:
     assert entry["digest"] == ref_of(line) and entry["files"] == 1
 
 
+def test_the_walk_keys_files_as_the_cache_does(tmp_path: Path) -> None:
+    """The walk inlines stat_key; a directory's files and a lone file get the same key."""
+    write(tmp_path / "ds", {"a": b"a", "sub/b": b"bb"})
+    scan = digest_root(tmp_path / "ds")
+    assert [item[1:] for item in scan.items] == [
+        stat_key(os.stat(tmp_path / "ds" / rel)) for rel in ("a", "sub/b")
+    ]
+    lone = digest_root(tmp_path / "ds" / "a")
+    assert lone.items == [("a", *stat_key(os.stat(tmp_path / "ds" / "a")))]
+
+
 def test_large_file_in_slices_matches_b3sum(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(digest, "CHUNK_BYTES", 1 << 20)
+    monkeypatch.setattr(hashing, "CHUNK_BYTES", 1 << 20)
     data = os.urandom(3 * (1 << 20) + 12345)
     (tmp_path / "big.bin").write_bytes(data)
     seen: list[Progress] = []
@@ -112,17 +122,6 @@ def test_large_file_in_slices_matches_b3sum(
     assert scan.rows == [("big.bin", len(data), blake3(data).hexdigest())]
     assert seen[-1].done and seen[-1].bytes_done == len(data) == seen[-1].bytes_total
     assert seen[-1].files_done == 1
-
-
-def test_without_mmap_the_file_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Some FUSE mounts refuse mmap: the same digest comes from plain reads."""
-    monkeypatch.setattr(digest, "CHUNK_BYTES", 1 << 20)
-    data = os.urandom(2 * (1 << 20) + 7)
-    (tmp_path / "f").write_bytes(data)
-    seen: list[int] = []
-    with open(tmp_path / "f", "rb") as fh:
-        hexd, n = digest._hash_reading(fh, blake3(max_threads=blake3.AUTO), seen.append)
-    assert (hexd, n) == (blake3(data).hexdigest(), len(data)) and sum(seen) == len(data)
 
 
 def test_names_with_tabs_newlines_and_backslashes_round_trip(tmp_path: Path) -> None:
@@ -170,12 +169,12 @@ def test_symlinks_followed_cycles_and_special_files_skipped(tmp_path: Path) -> N
 def test_unreadable_file_leaves_no_digest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "ds"
     write(root, {"a": b"a", "b": b"b"})
-    real = digest.hash_file
+    real = hashing.hash_file
 
-    def vanish(path: str, on_bytes: Any = None) -> tuple[str, int]:
+    def vanish(path: str, cache: Any = None, *, on_bytes: Any = None) -> tuple[str, int]:
         if path.endswith("/b"):  # removed between the walk and the read
             os.unlink(path)
-        return real(path, on_bytes)
+        return real(path, cache, on_bytes=on_bytes)
 
     monkeypatch.setattr(data_mod, "hash_file", vanish)
     scan = digest_root(root)

@@ -83,13 +83,15 @@ def test_a_resolved_arg_changes_only_the_config_section() -> None:
     assert not report.equal
     assert [n for n, s in report.sections.items() if not s.equal] == ["config"]
     [change] = report.changes
-    assert (change.path, change.severity, change.old, change.new, change.section) == (
-        "config.resolved_args.lr",
-        "INFO",
-        0.1,
-        0.2,
-        "config",
-    )
+    # The one field that changed the DNA: never INFO, and marked as part of the DNA.
+    assert (
+        change.path,
+        change.severity,
+        change.old,
+        change.new,
+        change.section,
+        change.in_dna,
+    ) == ("config.resolved_args.lr", "WARN", 0.1, 0.2, "config", True)
 
 
 def test_a_per_run_arg_is_a_change_but_not_a_dna_difference() -> None:
@@ -155,16 +157,20 @@ def test_severity(path: str, severity: str) -> None:
 
 def test_changes_most_severe_first() -> None:
     b = make(
-        config__resolved_args__lr=0.2,
+        code__relax__branch="feature",
         environment__python_version="3.12.1",
         hardware__driver_version="560.28.03",
     )
-    assert [c.severity for c in diff_manifests(make(), b).changes] == ["CRITICAL", "WARN", "INFO"]
+    assert [(c.path, c.severity) for c in diff_manifests(make(), b).changes] == [
+        ("hardware.driver_version", "CRITICAL"),
+        ("environment.python_version", "WARN"),
+        ("code.relax.branch", "INFO"),
+    ]
 
 
 def test_types_are_part_of_the_value() -> None:
     assert changed(make(), make(config__resolved_args__lr="0.1")) == {
-        "config.resolved_args.lr": "INFO"
+        "config.resolved_args.lr": "WARN"
     }
 
 
@@ -196,6 +202,7 @@ def test_json_shape() -> None:
             "old": "NVIDIA H100 80GB HBM3",
             "new": "NVIDIA A100-SXM4-80GB",
             "section": "hardware",
+            "in_dna": True,
         }
     ]
 
@@ -205,7 +212,7 @@ def test_text_rendering() -> None:
     lines = render(diff_manifests(make(), b))
     assert lines[0].startswith("code        =  ")
     assert lines[1].startswith("config      != ") and " -> " in lines[1]
-    assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in lines
+    assert "WARN config.resolved_args.lr: 0.1 -> 0.2  (in dna)" in lines
     long_line = next(line for line in lines if line.startswith("INFO command.argv.1:"))
     assert len(long_line) < 120 and long_line.endswith("…")
     assert lines[-1].startswith("dna: ") and lines[-1].endswith("(differ)")
@@ -217,3 +224,90 @@ def test_shown_values() -> None:
     assert shown(True) == "true"
     assert shown("two\nlines") == "two\\nlines"
     assert shown(COMMIT) == COMMIT  # commits stay whole: people paste them into git
+
+
+def test_in_dna_marks_only_the_changes_that_alter_the_dna() -> None:
+    a = make()
+    b = make(
+        config__resolved_args__lr=0.2,
+        config__resolved_args__output_dir="/out/run2",
+        code__relax__branch="feature",
+    )
+    report = diff_manifests(a, b)
+    by_path = {c.path: c for c in report.changes}
+    assert by_path["config.resolved_args.lr"].in_dna
+    assert not by_path["config.resolved_args.output_dir"].in_dna
+    assert not by_path["code.relax.branch"].in_dna
+    assert by_path["code.relax.branch"].severity == "INFO"
+    assert all(c.severity != "INFO" for c in report.changes if c.in_dna)
+
+
+def test_in_dna_is_decided_per_field_when_a_section_has_several_changes() -> None:
+    # Two config changes: one counted (lr), one a per-run argument (run_name).
+    report = diff_manifests(
+        make(), make(config__resolved_args__lr=0.3, config__resolved_args__run_name="b")
+    )
+    assert {c.path: c.in_dna for c in report.changes} == {
+        "config.resolved_args.lr": True,
+        "config.resolved_args.run_name": False,
+    }
+
+
+def test_keys_with_dots_are_one_field() -> None:
+    report = diff_manifests(
+        make(environment__packages={"torch": "2.3.0", "ruamel.yaml": "0.18.5"}),
+        make(environment__packages={"torch": "2.3.0", "ruamel.yaml": "0.18.6"}),
+    )
+    [change] = report.changes
+    assert change.path == "environment.packages.ruamel.yaml"
+    assert change.in_dna and change.severity == "WARN"
+
+
+def test_equal_dnas_have_no_critical_line() -> None:
+    # A GPU name spelled in another case is a change of the document; it is not in the
+    # DNA when the hardware section leaves it out, and then it cannot be CRITICAL.
+    a = make(config__dna_ignore=["hardware.gpus"])
+    b = make(
+        config__dna_ignore=["hardware.gpus"],
+        hardware__gpus=[{"name": "NVIDIA H100 80GB HBM3 (b)", "vbios_version": "96.00.89.00.01"}],
+    )
+    report = diff_manifests(a, b)
+    assert report.equal
+    assert [(c.path, c.severity, c.in_dna) for c in report.changes] == [
+        ("hardware.gpus.0.name", "WARN", False)
+    ]
+
+
+def test_repositories_pair_across_checkout_names() -> None:
+    # The same repository checked out as "relax" and as "relax-2": compared as one.
+    doc_b = make().to_dict()
+    doc_b["code"] = {"relax-2": doc_b["code"]["relax"]}
+    b = Manifest.model_validate(doc_b)
+    report = diff_manifests(make(), b)
+    assert report.equal
+    assert report.changes == ()
+
+
+def test_paired_repositories_name_their_field_by_the_first_run() -> None:
+    doc_b = make(code__relax__commit="2" * 40).to_dict()
+    doc_b["code"] = {"relax-2": doc_b["code"]["relax"]}
+    report = diff_manifests(make(), Manifest.model_validate(doc_b))
+    assert [(c.path, c.severity, c.in_dna) for c in report.changes] == [
+        ("code.relax.commit", "CRITICAL", True)
+    ]
+
+
+def test_a_dna_ignore_change_counts_when_it_changes_the_dna() -> None:
+    report = diff_manifests(make(), make(config__dna_ignore=["config.resolved_args.lr"]))
+    [change] = report.changes
+    assert change.path == "config.dna_ignore.0"
+    assert change.in_dna
+
+
+def test_a_list_item_only_one_side_has_is_judged_without_breaking_the_document() -> None:
+    # b drops its dna_ignore entry: the item is removed, never replaced by a null.
+    a = make(config__dna_ignore=["config.resolved_args.seed"])
+    report = diff_manifests(a, make(config__resolved_args__lr=0.5))
+    by_path = {c.path: c for c in report.changes}
+    assert by_path["config.dna_ignore.0"].new is None
+    assert by_path["config.resolved_args.lr"].in_dna

@@ -257,3 +257,37 @@ def test_dataset_detail_beyond_its_digest_stays_out() -> None:
     )
     assert dna(a).value == dna(b).value
     assert changed_sections(a, c) == {"data"}
+
+
+def test_ignoring_a_seed_argument_also_ignores_the_training_seed_derived_from_it() -> None:
+    import expdna
+    from expdna.manifest.dna import family_of, with_derived_seed_ignores
+
+    assert with_derived_seed_ignores(["config.resolved_args.seed", "config.resolved_args.lr"]) == [
+        "config.resolved_args.seed",
+        "config.resolved_args.lr",
+        "training.seeds.seed",
+    ]
+    assert with_derived_seed_ignores(["config.resolved_args.*"]) == ["config.resolved_args.*"]
+    # Collected for real: the seed lands in config.resolved_args and training.seeds.
+    runs = [
+        expdna.collect(
+            ["python", "train.py", "--lr", "0.1", "--seed", seed],
+            collectors=["command", "config", "training"],
+            dna_ignore=["config.resolved_args.seed"],
+        )
+        for seed in ("1", "2")
+    ]
+    assert runs[0].training.seeds == {"seed": 1}
+    assert runs[0].dna is not None and runs[1].dna is not None
+    assert runs[0].dna.value == runs[1].dna.value
+    # Without the ignore the DNAs differ, but the runs are one family.
+    plain = [
+        expdna.collect(
+            ["python", "train.py", "--lr", "0.1", "--seed", seed],
+            collectors=["command", "config", "training"],
+        )
+        for seed in ("1", "2")
+    ]
+    assert plain[0].dna != plain[1].dna
+    assert family_of(plain[0]) == family_of(plain[1])

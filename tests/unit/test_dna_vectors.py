@@ -15,7 +15,7 @@ import rfc8785
 from blake3 import blake3
 
 from expdna.manifest.canonical import normalise
-from expdna.manifest.dna import DNA_VERSION, compute_dna, projections
+from expdna.manifest.dna import DNA_VERSION, compute_dna, family_of, projections
 from expdna.manifest.io import manifest_from_dict
 
 VECTORS = sorted((Path(__file__).parents[1] / "vectors" / "dna").glob("*.json"))
@@ -46,6 +46,14 @@ def test_expdna_reproduces_vector(path: Path) -> None:
     assert dna.version == DNA_VERSION == vector["dna_version"]
     assert dna.sections == vector["sections"]
     assert dna.value == vector["dna"]
+    assert family_of(manifest) == vector["family"]
+
+
+def test_the_family_digest_is_the_dna_without_seeds() -> None:
+    typical = json.loads((VECTORS[0].parent / "typical.json").read_text(encoding="utf-8"))
+    assert typical["family"] != typical["dna"]  # it has seeds
+    minimal = json.loads((VECTORS[0].parent / "minimal.json").read_text(encoding="utf-8"))
+    assert minimal["family"] == minimal["dna"]  # nothing to leave out
 
 
 def test_typical_vector_leaves_per_run_values_out() -> None:
@@ -92,3 +100,4 @@ def test_the_documented_reference_implementation_agrees(path: Path) -> None:
     value, sections = reference["dna"](vector["manifest"])
     assert sections == vector["sections"]
     assert value == vector["dna"]
+    assert reference["family"](vector["manifest"]) == vector["family"]

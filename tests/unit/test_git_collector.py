@@ -574,3 +574,42 @@ def test_every_local_variable_of_the_installed_git_is_dropped() -> None:
     listed = set(done.stdout.split())
     assert "GIT_DIR" in listed
     assert listed <= REPOSITORY_ENV, f"add to REPOSITORY_ENV: {sorted(listed - REPOSITORY_ENV)}"
+
+
+# --- a run's outputs are not code ------------------------------------------------------
+
+
+def test_untracked_files_under_this_runs_output_roots_are_not_changes(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "out" / "ckpt.pt", b"\0weights")
+    write(repo / "logs" / "run.txt", "step 1\n")
+    write(repo / "store" / "objects" / "ab" / "cd", b"blob")
+    section = collect(
+        repo,
+        argv=("python", "train.py", "--log-dir", "logs"),
+        output_roots=(repo / "out",),
+        environ={"EXPDNA_STORE": str(repo / "store")},
+    )
+    assert section["proj"]["dirty"] is False
+    assert section["proj"]["patch"] is None
+
+
+def test_another_runs_output_directory_is_not_a_change(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "runs" / "a" / "manifest_20260805_143025_1c8e2fb_k3f9.json", "{}")
+    write(repo / "runs" / "a" / "data" / "tiny.parquet", b"PAR1")
+    assert collect(repo)["proj"]["dirty"] is False
+    # Beside it, a file of the user's own is still a change, and only it is in the patch.
+    write(repo / "runs" / "notes.py", "LR = 3\n")
+    state = collect(repo)["proj"]
+    assert state["dirty"] is True
+    patch = state["patch"]
+    assert isinstance(patch, dict)
+    assert "runs/notes.py" in patch["text"] and "tiny.parquet" not in patch["text"]
+
+
+def test_an_output_root_that_is_the_checkout_itself_excludes_nothing(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "new.py", "x = 1\n")
+    state = collect(repo, argv=("python", "t.py", "--output-dir", "."))["proj"]
+    assert state["dirty"] is True

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from expdna.collectors import CollectContext, Collector, default_registry
 from expdna.integrations import RunHandle, start, track
 from expdna.integrations.recording import guarded
 from expdna.manifest import compute_dna, load_manifest
+from expdna.store.config import StoreConfig
 from expdna.store.queries import parse_where
 from tests.conftest import git
 
@@ -255,8 +257,7 @@ def test_the_store_comes_from_the_environment(
     monkeypatch.setenv("EXPDNA_INDEX_URL", BROKEN_INDEX)
     handle = start(_args(), output_dir=None, caller_file=elsewhere)
     assert handle is not None
-    assert handle.store.target == str(tmp_path / "store")
-    assert handle.store.index_url == BROKEN_INDEX
+    assert handle.store.target == StoreConfig(tmp_path / "store", BROKEN_INDEX)
     assert not any("will not be saved" in w for w in handle.warnings)
 
 
@@ -350,6 +351,30 @@ def test_pin_digests_the_file_and_warns_without_a_store(elsewhere: Path, tmp_pat
     assert any(w.startswith("pin: no store configured") for w in handle.warnings)
     assert handle.pin(tmp_path / "missing.pt") is None
     assert any("FileNotFoundError" in w for w in handle.warnings)
+
+
+def test_pin_hashes_a_large_checkpoint_through_the_digest_cache(
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the hook hashed, ``expdna which`` on the unchanged file answers from its stat."""
+    from expdna.digest import SMALL_FILE_BYTES
+    from expdna.store.checkpoints import FileDigests
+
+    monkeypatch.setenv("EXPDNA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("expdna.digest.cache.RACY_WINDOW_NS", 0)  # not wait it out
+    checkpoint = tmp_path / "big.pt"
+    checkpoint.write_bytes(os.urandom(SMALL_FILE_BYTES + 1))
+    handle = start(_args(), output_dir=None, caller_file=elsewhere)
+    assert handle is not None
+    real = blake3(checkpoint.read_bytes()).hexdigest()
+    assert handle.pin(checkpoint) == "blake3:" + real
+    conn = sqlite3.connect(tmp_path / "cache" / "digests.sqlite")
+    assert conn.execute("SELECT hex FROM digests").fetchall() == [(real,)]
+    conn.execute("UPDATE digests SET hex = ?", ("0" * 64,))  # poisoned: seen if read
+    conn.commit()
+    conn.close()
+    with FileDigests() as digests:
+        assert digests.digest(checkpoint)[0] == "0" * 64
 
 
 def test_an_inert_handle_does_nothing() -> None:

@@ -258,7 +258,9 @@ def test_generate_with_a_hanging_git_finishes_near_the_deadline(tmp_path: Path, 
         doc = json.loads(out.read_text())
         git_status = doc["collection"]["collectors"]["git"]
         assert git_status["status"] == "timeout"
-        assert done.stderr.count("collector git timeout") == 1, done.stderr
+        assert done.stderr.count("WARNING: collector git timeout") == 1, done.stderr
+        assert "section code is unknown: collector git timeout" in done.stderr
+        assert doc["unknown"]["code"].startswith("collector git timeout")
         assert doc["code"] == {}
         assert doc["collection"]["collectors"]["environment"]["status"] == "ok"
         assert sleepers, "the fake git never ran"

@@ -116,7 +116,11 @@ def test_recomputed_dna_adds_to_the_manifests_own_ignores() -> None:
     other_seed["config"]["dna_ignore"] = ["config.resolved_args.global_batch_size"]
     other = _manifest(other_seed).to_dict()
     assert recomputed_dna(stored, SEED_PATHS) == recomputed_dna(other, SEED_PATHS)
-    assert recomputed_dna(stored, SEED_PATHS[:1]) != recomputed_dna(other, SEED_PATHS[:1])
+    # The seed argument alone pools too: the training field derived from it goes with it.
+    assert SEED_PATHS[0] == "config.resolved_args.seed"
+    assert recomputed_dna(stored, SEED_PATHS[:1]) == recomputed_dna(other, SEED_PATHS[:1])
+    # The training field alone does not: the argument still differs.
+    assert recomputed_dna(stored, SEED_PATHS[1:]) != recomputed_dna(other, SEED_PATHS[1:])
     assert stored["config"]["dna_ignore"] == ["config.resolved_args.global_batch_size"]
 
 

@@ -1,6 +1,7 @@
 """Write the DNA test vectors: manifest -> projections -> section digests -> DNA.
 
-Run only when the DNA definition changes on purpose (a new ``dna.version``):
+Run only when the DNA definition changes on purpose (a new ``dna.version``) or a case is
+added (existing files must then come out unchanged but for new keys):
     python tests/vectors/make_dna_vectors.py
 The vectors then pin that definition; tests/unit/test_dna_vectors.py fails on any drift.
 """
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from expdna.manifest.canonical import normalise
-from expdna.manifest.dna import compute_dna, projections
+from expdna.manifest.dna import compute_dna, family_of, projections
 from expdna.manifest.io import manifest_from_dict
 
 HERE = Path(__file__).parent / "dna"
@@ -189,6 +190,34 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "training": {"seeds": {"seed": 7}},
     },
+    # Schema 1.1: sections a collector could not finish. The code section is unknown and
+    # empty (git timed out), which must not equal a run that had no git at all; hardware is
+    # unknown with what was collected before the failure.
+    "unknown_sections": {
+        **BASE,
+        "schema_version": "1.1",
+        "unknown": {
+            "code": "collector git timeout: no answer within 4 s; abandoned",
+            "hardware": "collector gpu failed: NVMLError: Unknown Error",
+        },
+        "hardware": {"gpu_model": "NVIDIA H100 80GB HBM3", "gpu_count": 8},
+        "environment": {"python_version": "3.11.7"},
+    },
+    # The family digest leaves out every seed: resolved seed arguments (``seed``,
+    # ``random_seed``, ``*_seed`` in any spelling) and ``training.seeds``.
+    "seeds": {
+        **BASE,
+        "config": {
+            "resolved_args": {
+                "lr": 0.001,
+                "Seed": 3,
+                "data-seed": 11,
+                "shuffle_seed": 5,
+                "seeds": "not-a-seed-name",
+            },
+        },
+        "training": {"seeds": {"seed": 3, "data_seed": 11, "shuffle_seed": 5}, "algorithm": "sft"},
+    },
 }
 
 
@@ -203,6 +232,7 @@ def main() -> None:
             "sections": dna.sections,
             "dna": dna.value,
             "dna_version": dna.version,
+            "family": family_of(manifest),
         }
         text = json.dumps(vector, indent=2, ensure_ascii=False, allow_nan=False)
         (HERE / f"{name}.json").write_text(text + "\n", encoding="utf-8")

@@ -1,31 +1,135 @@
-"""The ``expdna`` command: thin click commands over the library, one module per group."""
+"""The ``expdna`` command: thin click commands over the library, one module per group.
+
+The root group is lazy (click's "Lazily Loading Subcommands"): a command's module is
+imported when that command runs or shows its own help, so ``expdna --help``,
+``expdna --version`` and each query load only what they use. ``--help`` lists every command
+from :data:`COMMANDS`, whose summaries tests/unit/test_cli_startup.py keeps equal to the
+commands' own docstrings.
+"""
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import Any
 
 import click
+from click.formatting import HelpFormatter
 
 from expdna import __version__
-from expdna.cli.check import check_command
-from expdna.cli.data import data_group
-from expdna.cli.db import db_group
-from expdna.cli.diff import diff_command
-from expdna.cli.export import export_command
-from expdna.cli.generate import generate_command
-from expdna.cli.lineage import lineage_command, link_command
-from expdna.cli.pin import pin_command, which_command
-from expdna.cli.query import find_command, runs_command, show_command, twins_command
-from expdna.cli.record import record_command
-from expdna.cli.rerun import rerun_command
-from expdna.cli.stability import stability_command
-from expdna.cli.store import fsck_command, gc_command
 from expdna.errors import ExpdnaError
+from expdna.store.config import StoreConfig
+
+#: name -> ("module:attribute", the first paragraph of the command's docstring).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "generate": (
+        "expdna.cli.generate:generate_command",
+        "Write a manifest describing this checkout and the command ARGV.",
+    ),
+    "check": (
+        "expdna.cli.check:check_command",
+        "Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.",
+    ),
+    "diff": (
+        "expdna.cli.diff:diff_command",
+        "Compare two manifests: which DNA sections differ, then every changed field.",
+    ),
+    "rerun": (
+        "expdna.cli.rerun:rerun_command",
+        "Rerun the command MANIFEST recorded; exactly one of --dry-run or --confirm.",
+    ),
+    "data": ("expdna.cli.data:data_group", "Datasets recorded in manifests."),
+    "stability": (
+        "expdna.cli.stability:stability_command",
+        "Per metric: runs, mean, sample std, min, max and CV over every run of one DNA.",
+    ),
+    "record": (
+        "expdna.cli.record:record_command",
+        "Record manifest files into the store (--store / EXPDNA_STORE).",
+    ),
+    "show": (
+        "expdna.cli.query:show_command",
+        "Show a recorded run: by run id, or the newest run of a DNA (prefix of >= 6 hex).",
+    ),
+    "runs": ("expdna.cli.query:runs_command", "List recorded runs, newest first."),
+    "twins": (
+        "expdna.cli.query:twins_command",
+        "Every recorded run with the same DNA as a run, a DNA prefix or a manifest file.",
+    ),
+    "find": (
+        "expdna.cli.query:find_command",
+        "Runs matching every filter given (filters AND together), newest first.",
+    ),
+    "fsck": (
+        "expdna.cli.store:fsck_command",
+        "Re-hash every object and check every reference from the index.",
+    ),
+    "gc": (
+        "expdna.cli.store:gc_command",
+        "Remove objects that no recorded run references, and stray temporary files.",
+    ),
+    "db": (
+        "expdna.cli.db:db_group",
+        "The index database: its schema revision and upgrades (alembic, shipped with expdna).",
+    ),
+    "pin": (
+        "expdna.cli.pin:pin_command",
+        "Bind a checkpoint's BLAKE3 digest (not the file) and a name to a recorded run.",
+    ),
+    "which": (
+        "expdna.cli.pin:which_command",
+        "Which run(s) made this checkpoint? A file is looked up by its content, so a renamed "
+        "or copied checkpoint is found; anything else by pin name (or blake3:<hex>).",
+    ),
+    "lineage": (
+        "expdna.cli.lineage:lineage_command",
+        "Ancestors and descendants of a run (a run id or DNA prefix), transitively.",
+    ),
+    "link": (
+        "expdna.cli.lineage:link_command",
+        "Record that CHILD resumed from, reran or derives from PARENT (both recorded runs).",
+    ),
+    "export": (
+        "expdna.cli.export:export_command",
+        "Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model, "
+        "driver, cuda, nccl, python, the seven section digests and a float column "
+        "metric_<name> per final metric.",
+    ),
+}
+
+
+def load_command(name: str) -> click.Command:
+    """Import the module of command ``name`` and return its click command."""
+    module_name, attribute = COMMANDS[name][0].split(":")
+    command = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(command, click.Command):
+        raise TypeError(f"{COMMANDS[name][0]} is not a click command")
+    return command
 
 
 class _Group(click.Group):
-    """Maps expdna's errors to one line on stderr and their exit code, in one place."""
+    """Loads a command's module on first use; maps expdna's errors to one line on stderr
+    and their exit code, in one place."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        return load_command(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: HelpFormatter) -> None:
+        # click.Group's layout, from stand-ins holding the summaries in COMMANDS instead of
+        # the commands themselves: listing them must not import them.
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name][1]).get_short_help_str(limit))
+            for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -68,31 +172,7 @@ def cli(ctx: click.Context, store: str | None, index_url: str | None, verbose: i
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="expdna: %(levelname)s: %(message)s")
-    ctx.obj = {"store": store, "index_url": index_url}
-
-
-cli.add_command(generate_command)
-cli.add_command(check_command)
-cli.add_command(diff_command)
-cli.add_command(rerun_command)
-cli.add_command(data_group)
-cli.add_command(stability_command)
-for _store_command in (
-    record_command,
-    show_command,
-    runs_command,
-    twins_command,
-    find_command,
-    fsck_command,
-    gc_command,
-    db_group,
-    pin_command,
-    which_command,
-    lineage_command,
-    link_command,
-    export_command,
-):
-    cli.add_command(_store_command)
+    ctx.obj = StoreConfig.resolve(store, index_url)
 
 
 def main() -> None:

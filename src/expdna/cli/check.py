@@ -9,12 +9,16 @@ import click
 from expdna.cli.diff import shown
 from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.check import CheckReport, CheckResult, check_live
 
 
 def result_line(result: CheckResult) -> str:
+    if result.recorded is None and result.current is None and result.note:
+        return f"{result.status} {result.field}: {result.note}"
     current = "(unknown)" if result.current is None else shown(result.current)
-    return f"{result.status} {result.field}: {shown(result.recorded)} -> {current}"
+    line = f"{result.status} {result.field}: {shown(result.recorded)} -> {current}"
+    return f"{line} ({result.note})" if result.note else line
 
 
 def verdict_line(report: CheckReport) -> str:
@@ -39,22 +43,22 @@ def verdict_line(report: CheckReport) -> str:
     is_flag=True,
     help='Print {"verdict", "results": [{"rule", "field", "status", "recorded", "current"}]}.',
 )
+@pass_config
 @click.pass_context
 def check_command(
-    ctx: click.Context, manifest: Path, repos: tuple[Path, ...], as_json: bool
+    ctx: click.Context, config: StoreConfig, manifest: Path, repos: tuple[Path, ...], as_json: bool
 ) -> None:
     """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
 
     MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
 
-    FAIL: another commit or patch, another GPU model, another Python/CUDA/torch major.
-    WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, or a value
-    that cannot be read here. Exit 0 without FAIL, 1 with any FAIL.
+    FAIL: a manifest edited after it was written (its DNA does not match its content),
+    another commit or patch, another GPU model, another Python/CUDA/torch major.
+    WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, a value
+    that cannot be read here, or a manifest that recorded nothing to check.
+    Exit 0 without FAIL, 1 with any FAIL.
     """
-    options = ctx.find_root().obj or {}
-    recorded = load_manifests(
-        [str(manifest)], store_dir=options.get("store"), index_url=options.get("index_url")
-    )[0]
+    recorded = load_manifests([str(manifest)], config)[0]
     report = check_live(recorded, cwd=Path.cwd(), repos=repos)
     if as_json:
         emit_json(report.to_dict())

@@ -6,7 +6,6 @@ dataset is hashed (the library never prints; it hands :class:`Progress` to a cal
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.output import emit_json
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.collectors.data import Progress
 from expdna.compare.data import DatasetCheck, verify_data
 from expdna.errors import ExpdnaError
@@ -72,18 +72,13 @@ def _parse_roots(
     return pairs
 
 
-def _store_listings(store: str | None) -> Callable[[str], bytes | None]:
+def _store_listings(config: StoreConfig) -> Callable[[str], bytes | None]:
     """Listing blobs from the store's object directory, when there is one (read lazily)."""
 
     def read(digest: str) -> bytes | None:
         from expdna.store import ObjectDir
 
-        if store:
-            root = Path(store)
-        else:
-            import platformdirs
-
-            root = Path(platformdirs.user_data_dir("expdna"))
+        root = config.root
         if not (root / "objects").is_dir():
             return None
         try:
@@ -146,9 +141,11 @@ def data_group() -> None:
     help='Print {"ok", "datasets": [{"root", "path", "status", "recorded", "current", '
     '"detail", "changed", "missing", "new", "note"}]}.',
 )
+@pass_config
 @click.pass_context
 def verify_command(
     ctx: click.Context,
+    config: StoreConfig,
     manifest: Path,
     data_roots: list[tuple[str, str]],
     no_cache: bool,
@@ -164,13 +161,12 @@ def verify_command(
     """
     recorded = load_manifest(manifest)
     datasets = recorded.to_dict()["data"]["datasets"]
-    store = (ctx.obj or {}).get("store") or os.environ.get("EXPDNA_STORE")
     report = verify_data(
         datasets,
         data_roots=data_roots,
         use_cache=not no_cache,
         progress=tty_progress(),
-        listing_source=_store_listings(store),
+        listing_source=_store_listings(config),
     )
     if as_json:
         emit_json({"manifest": str(manifest), **report.to_dict()})

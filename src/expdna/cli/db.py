@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
 
 
 @click.group("db")
@@ -13,10 +13,10 @@ def db_group() -> None:
 
 
 @db_group.command("upgrade")
-@click.pass_context
-def upgrade_command(ctx: click.Context) -> None:
+@pass_config
+def upgrade_command(config: StoreConfig) -> None:
     """Upgrade the index (--index-url, or the store's SQLite) to this expdna's schema."""
-    with open_store(ctx, checked=False) as store:
+    with open_store(config, checked=False) as store:
         before, after = store.upgrade_index()
         where = store.index_location
     if before == after:
@@ -26,10 +26,11 @@ def upgrade_command(ctx: click.Context) -> None:
 
 
 @db_group.command("current")
+@pass_config
 @click.pass_context
-def current_command(ctx: click.Context) -> None:
+def current_command(ctx: click.Context, config: StoreConfig) -> None:
     """Print the index's schema revision; exit 1 when it is not this expdna's head."""
-    with open_store(ctx, checked=False) as store:
+    with open_store(config, checked=False) as store:
         found, head = store.index_revision()
         where = store.index_location
     if found == head:

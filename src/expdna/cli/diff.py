@@ -11,6 +11,7 @@ import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.diff import DiffReport, diff_manifests
 from expdna.manifest.dna import short
 
@@ -42,7 +43,11 @@ def render(report: DiffReport) -> list[str]:
             lines.append(f"{name:<{_NAME_WIDTH}}=  {short(section.a)}")
         else:
             lines.append(f"{name:<{_NAME_WIDTH}}!= {short(section.a)} -> {short(section.b)}")
-    lines += [f"{c.severity} {c.path}: {shown(c.old)} -> {shown(c.new)}" for c in report.changes]
+    lines += [
+        f"{c.severity} {c.path}: {shown(c.old)} -> {shown(c.new)}"
+        + ("  (in dna)" if c.in_dna else "")
+        for c in report.changes
+    ]
     a, b = (short(value) for value in report.dna)
     lines.append(f"dna: {a} (equal)" if report.equal else f"dna: {a} -> {b} (differ)")
     return lines
@@ -57,19 +62,20 @@ def render(report: DiffReport) -> list[str]:
     is_flag=True,
     help='Print {"equal", "dna", "sections", "changes"} with full values.',
 )
+@pass_config
 @click.pass_context
-def diff_command(ctx: click.Context, a: Path, b: Path, as_json: bool) -> None:
+def diff_command(ctx: click.Context, config: StoreConfig, a: Path, b: Path, as_json: bool) -> None:
     """Compare two manifests: which DNA sections differ, then every changed field.
 
     A and B are manifest files, or run ids / DNA prefixes (>= 6 hex) recorded in the store.
 
+    Repositories are paired across checkouts (by name, then remote) as check pairs them.
     Severity: CRITICAL for code (commit, patch) and GPU identity (model, driver, VBIOS),
-    WARN for versions, INFO otherwise. Exit 0 when the DNAs are equal, 1 when they differ.
+    WARN for versions, INFO otherwise; a change that alters the DNA is marked "(in dna)"
+    and is never INFO, and no line is CRITICAL when the DNAs are equal.
+    Exit 0 when the DNAs are equal, 1 when they differ.
     """
-    options = ctx.find_root().obj or {}
-    first, second = load_manifests(
-        [str(a), str(b)], store_dir=options.get("store"), index_url=options.get("index_url")
-    )
+    first, second = load_manifests([str(a), str(b)], config)
     report = diff_manifests(first, second)
     for path, stale, stored, actual in zip(
         (a, b), report.stale(), report.stored_dna, report.dna, strict=True

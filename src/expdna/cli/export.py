@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.manifest.times import parse_time
 
 
@@ -27,9 +27,12 @@ from expdna.manifest.times import parse_time
     help="Only runs where a manifest leaf holds VALUE (repeatable: all must hold).",
 )
 @click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
-@click.pass_context
+@pass_config
 def export_command(
-    ctx: click.Context, parquet: Path, where: tuple[str, ...], since: str | None
+    config: StoreConfig,
+    parquet: Path,
+    where: tuple[str, ...],
+    since: str | None,
 ) -> None:
     """Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model,
     driver, cuda, nccl, python, the seven section digests and a float column
@@ -42,6 +45,6 @@ def export_command(
 
     filters = [parse_where(w) for w in where]
     moment = parse_time(since, "--since") if since is not None else None
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         count = store.export_parquet(parquet, where=filters, since=moment)
     click.echo(f"exported {count} runs to {parquet}")

@@ -10,6 +10,7 @@ from expdna.api import generate
 from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.manifest.dna import short
 
 
@@ -59,17 +60,23 @@ from expdna.manifest.dna import short
     is_flag=True,
     help="Hash every --data file again instead of trusting the digest cache.",
 )
-@click.option("--json", "as_json", is_flag=True, help='Print {"path", "run_id", "dna"}.')
+@click.option("--json", "as_json", is_flag=True, help='Print {"path", "run_id", "dna", "unknown"}.')
 @click.option(
     "--record",
     "record",
     is_flag=True,
     help="Also record the manifest into the store (--store, --index-url).",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 when a DNA section is unknown (a collector failed or missed its deadline); "
+    "the manifest is still written, with the section marked unknown.",
+)
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGV...]")
-@click.pass_context
+@pass_config
 def generate_command(
-    ctx: click.Context,
+    config: StoreConfig,
     output: Path | None,
     repos: tuple[Path, ...],
     data: tuple[Path, ...],
@@ -78,12 +85,16 @@ def generate_command(
     no_cache: bool,
     as_json: bool,
     record: bool,
+    strict: bool,
     argv: tuple[str, ...],
 ) -> None:
     """Write a manifest describing this checkout and the command ARGV.
 
     ARGV (after --) is the training command; its --key value pairs become the resolved
     config. Without it the manifest describes the environment alone.
+
+    A section a collector could not finish is marked unknown in the manifest and its DNA
+    (a warning names it); --strict makes that exit 1.
     """
     path, manifest = generate(
         argv,
@@ -96,12 +107,22 @@ def generate_command(
         progress=tty_progress(),
     )
     assert manifest.dna is not None
+    unknown = manifest.unknown or {}
+    for section, reason in unknown.items():
+        click.echo(f"expdna: warning: section {section} is unknown: {reason}", err=True)
     if record:
-        record_generated(ctx, manifest)
+        record_generated(config, manifest)
     if as_json:
         emit_json(
-            {"path": str(path.resolve()), "run_id": manifest.run_id, "dna": manifest.dna.value}
+            {
+                "path": str(path.resolve()),
+                "run_id": manifest.run_id,
+                "dna": manifest.dna.value,
+                "unknown": dict(unknown),
+            }
         )
-        return
-    click.echo(f"wrote {path}")
-    click.echo(f"dna {short(manifest.dna.value)}  run {manifest.run_id}")
+    else:
+        click.echo(f"wrote {path}")
+        click.echo(f"dna {short(manifest.dna.value)}  run {manifest.run_id}")
+    if strict and unknown:
+        raise SystemExit(1)

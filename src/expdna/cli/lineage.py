@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import click
 
 from expdna.cli.output import emit_json
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.manifest.dna import short
 from expdna.manifest.lineage import RELATIONS
 from expdna.store.entities import LineageEdge, LineageReport
@@ -44,14 +44,14 @@ def render(report: LineageReport) -> list[str]:
     help="Print a JSON array of edges: run_id, dna, generated_at, direction, depth, "
     "relation, parent, child, source.",
 )
-@click.pass_context
-def lineage_command(ctx: click.Context, ref: str, as_json: bool) -> None:
+@pass_config
+def lineage_command(config: StoreConfig, ref: str, as_json: bool) -> None:
     """Ancestors and descendants of a run (a run id or DNA prefix), transitively.
 
     Relations: resumed_from, rerun_of, derived_from; from the manifest's `lineage` list
     or `expdna link`. Exit 1 when the run is unknown.
     """
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         report = store.lineage(ref)
     if as_json:
         emit_json([edge.to_dict() for edge in (*report.ancestors, *report.descendants)])
@@ -66,9 +66,9 @@ def lineage_command(ctx: click.Context, ref: str, as_json: bool) -> None:
 @click.option(
     "--as", "relation", required=True, type=click.Choice(RELATIONS), help="CHILD <relation> PARENT."
 )
-@click.pass_context
-def link_command(ctx: click.Context, parent: str, child: str, relation: str) -> None:
+@pass_config
+def link_command(config: StoreConfig, parent: str, child: str, relation: str) -> None:
     """Record that CHILD resumed from, reran or derives from PARENT (both recorded runs)."""
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         added = store.link(parent, child, relation)
     click.echo(f"{'linked' if added else 'already linked'}: {child} {relation} {parent}")

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from expdna.cli.output import emit_json
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
+from expdna.digest.refs import ref
 from expdna.errors import NotFoundError
 from expdna.manifest.dna import short
 from expdna.store.entities import PinRecord, iso
@@ -41,22 +42,26 @@ def pin_table(found: Sequence[PinRecord]) -> list[str]:
 )
 @click.option("--name", metavar="NAME", help="A name to find it by (default: the file name).")
 @click.option("--json", "as_json", is_flag=True, help="Print the pin as a JSON array.")
-@click.pass_context
+@pass_config
 def pin_command(
-    ctx: click.Context, checkpoint: Path, run: str, name: str | None, as_json: bool
+    config: StoreConfig,
+    checkpoint: Path,
+    run: str,
+    name: str | None,
+    as_json: bool,
 ) -> None:
     """Bind a checkpoint's BLAKE3 digest (not the file) and a name to a recorded run.
 
     `expdna which` then finds the run from the file (renamed or copied: by content) or
     from the name.
     """
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         pin = store.pin_file(checkpoint, run=run, name=name)
     if as_json:
         emit_json([pin.to_dict()])
         return
     click.echo(
-        f"pinned {pin.name}  blake3:{short(pin.digest)}  ({pin.size} bytes)  to run "
+        f"pinned {pin.name}  {ref(short(pin.digest))}  ({pin.size} bytes)  to run "
         f"{pin.run_id}  dna {short(pin.dna)}"
     )
 
@@ -69,15 +74,15 @@ def pin_command(
     is_flag=True,
     help="Print a JSON array, newest first: run_id, dna, name, matches, digest...",
 )
-@click.pass_context
-def which_command(ctx: click.Context, target: str, as_json: bool) -> None:
+@pass_config
+def which_command(config: StoreConfig, target: str, as_json: bool) -> None:
     """Which run(s) made this checkpoint? A file is looked up by its content, so a renamed
     or copied checkpoint is found; anything else by pin name (or blake3:<hex>).
 
     MATCHES says whether the file still holds the pinned bytes (the pinned path, when
     asked by name). Exit 1 when no run pinned it.
     """
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         found = store.which(target)
     if not found:
         raise NotFoundError(f"not found: no recorded run pinned {target!r}")

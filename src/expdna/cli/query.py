@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import click
 
 from expdna.cli.output import emit_json
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
+from expdna.digest.refs import ref
 from expdna.manifest.dna import short
 from expdna.manifest.io import load_manifest, serialise
 from expdna.manifest.times import parse_time
@@ -86,7 +87,7 @@ def summary(record: RunRecord) -> list[str]:
         f"algorithm  {record.algorithm or '-'}",
         f"gpu        {gpu}{f' ({stack})' if stack else ''}",
         f"python     {record.python_version or '-'}",
-        f"manifest   blake3:{record.manifest_digest}",
+        f"manifest   {ref(record.manifest_digest)}",
     ]
     lines += [f"  {name:<12}{short(digest)}" for name, digest in record.sections.items()]
     return lines
@@ -106,9 +107,9 @@ def summary(record: RunRecord) -> list[str]:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print a JSON array with the run's index record."
 )
-@click.pass_context
+@pass_config
 def show_command(
-    ctx: click.Context, ref: str, inline: bool, as_stored: bool, as_json: bool
+    config: StoreConfig, ref: str, inline: bool, as_stored: bool, as_json: bool
 ) -> None:
     """Show a recorded run: by run id, or the newest run of a DNA (prefix of >= 6 hex).
 
@@ -116,7 +117,7 @@ def show_command(
     """
     if sum((inline, as_stored, as_json)) > 1:
         raise click.UsageError("--inline, --manifest and --json exclude each other")
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         if inline or as_stored:
             click.echo(serialise(store.show(ref, inline=inline)), nl=False)
             return
@@ -146,9 +147,11 @@ def show_command(
     help="At most N runs, newest first (0: all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
+@pass_config
 @click.pass_context
 def runs_command(
     ctx: click.Context,
+    config: StoreConfig,
     dna_prefix: str | None,
     where: tuple[str, ...],
     since: str | None,
@@ -160,7 +163,7 @@ def runs_command(
 
     filters = [parse_where(w) for w in where]
     moment = parse_time(since, "--since") if since is not None else None
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         runs = store.runs(
             dna_prefix=dna_prefix, where=filters, since=moment, limit=limit + 1 if limit else None
         )
@@ -173,11 +176,12 @@ def runs_command(
 @click.command("twins")
 @click.argument("ref", metavar="RUN|DNA-PREFIX|MANIFEST")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
+@pass_config
 @click.pass_context
-def twins_command(ctx: click.Context, ref: str, as_json: bool) -> None:
+def twins_command(ctx: click.Context, config: StoreConfig, ref: str, as_json: bool) -> None:
     """Every recorded run with the same DNA as a run, a DNA prefix or a manifest file."""
     target = load_manifest(ref) if os.path.isfile(ref) or ref.endswith(".json") else ref
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         runs = store.twins(target)
     emit_runs(ctx, runs, as_json)
 
@@ -197,9 +201,11 @@ def twins_command(ctx: click.Context, ref: str, as_json: bool) -> None:
 )
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
+@pass_config
 @click.pass_context
 def find_command(
     ctx: click.Context,
+    config: StoreConfig,
     vbios: tuple[str, ...],
     driver: tuple[str, ...],
     gpu: tuple[str, ...],
@@ -220,6 +226,6 @@ def find_command(
     filters += [parse_where(w) for w in where]
     if not filters:
         raise click.UsageError("give at least one filter (--vbios, --driver, ..., --where)")
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         runs = store.find(*filters, limit=limit)
     emit_runs(ctx, runs, as_json)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.output import emit_json
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.manifest.dna import short
 from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
@@ -36,9 +36,14 @@ def result_line(result: RecordResult) -> str:
     is_flag=True,
     help="Print a JSON array: run_id, dna, generated_at, status, source, message.",
 )
+@pass_config
 @click.pass_context
 def record_command(
-    ctx: click.Context, manifests: tuple[Path, ...], scan: Path | None, as_json: bool
+    ctx: click.Context,
+    config: StoreConfig,
+    manifests: tuple[Path, ...],
+    scan: Path | None,
+    as_json: bool,
 ) -> None:
     """Record manifest files into the store (--store / EXPDNA_STORE).
 
@@ -51,7 +56,7 @@ def record_command(
         raise click.UsageError("give MANIFEST files or --scan DIR (one of them)")
     if scan is not None and not scan.is_dir():
         raise click.BadParameter(f"{scan}: no such directory", param_hint="--scan")
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         if scan is not None:
             results = list(store.scan(scan))
         else:
@@ -75,13 +80,13 @@ def record_command(
     ctx.exit(2 if failed else 0)
 
 
-def record_generated(ctx: click.Context, manifest: Manifest) -> RecordResult:
+def record_generated(config: StoreConfig, manifest: Manifest) -> RecordResult:
     """``generate --record``: record the manifest just written; one line on stderr says so.
 
     The manifest in memory is recorded, not the file: its patch text is whole even where
     the file had to shorten it under the size cap.
     """
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         result = store.record(manifest, source=None)
         where = store.root
     click.echo(f"expdna: {result.status} run {result.run_id} in {where}", err=True)

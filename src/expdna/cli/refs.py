@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
+from expdna.store.config import StoreConfig
 from expdna.store.errors import RunNotFoundError
 
 if TYPE_CHECKING:
@@ -35,30 +35,27 @@ def _is_file_name(text: str) -> bool:
     )
 
 
-def _open(store_dir: str | None, index_url: str | None, missing: str) -> Store:
+def _open(config: StoreConfig, missing: str) -> Store:
     from expdna.store import SQLITE_NAME
-    from expdna.store.facade import Store, default_store_dir
+    from expdna.store.facade import Store
 
-    root = Path(store_dir) if store_dir else default_store_dir()
-    url = index_url or os.environ.get("EXPDNA_INDEX_URL") or None
-    if url is None and not (root / SQLITE_NAME).is_file():
+    root = config.root
+    if config.index_url is None and not (root / SQLITE_NAME).is_file():
         raise RunNotFoundError(
             f"{missing}: no such file, and no store at {root} to look it up in "
             "(--store DIR or EXPDNA_STORE)"
         )
-    return Store.open(root, url)
+    return Store.from_config(config)
 
 
-def load_manifests(
-    refs: Sequence[str], *, store_dir: str | None = None, index_url: str | None = None
-) -> list[Manifest]:
+def load_manifests(refs: Sequence[str], config: StoreConfig) -> list[Manifest]:
     """Each of ``refs`` as a manifest: a file, or a run id / DNA prefix from the store."""
     loaded: dict[int, Manifest] = {
         i: load_manifest(ref) for i, ref in enumerate(refs) if _is_file_name(ref)
     }
     wanted = [i for i in range(len(refs)) if i not in loaded]
     if wanted:
-        with _open(store_dir, index_url, refs[wanted[0]]) as store:
+        with _open(config, refs[wanted[0]]) as store:
             for i in wanted:
                 try:
                     loaded[i] = store.load(refs[i])

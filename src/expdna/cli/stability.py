@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import click
 
 from expdna.cli.output import emit_json
-from expdna.cli.store import open_store
+from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.errors import NotFoundError
 from expdna.manifest.dna import short
 
@@ -67,9 +67,9 @@ def render(report: Stability) -> list[str]:
     "--ignore training.seeds.seed.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
-@click.pass_context
+@pass_config
 def stability_command(
-    ctx: click.Context,
+    config: StoreConfig,
     ref: str,
     metric_names: tuple[str, ...],
     ignore: tuple[str, ...],
@@ -81,7 +81,7 @@ def stability_command(
     """
     from expdna.store.stability import stability
 
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         report = stability(store, ref, metrics=metric_names, ignore=ignore)
     for pattern in report.unmatched:
         click.echo(

@@ -11,29 +11,34 @@ from typing import TYPE_CHECKING
 
 import click
 
+from expdna.store.config import StoreConfig
+
 if TYPE_CHECKING:
     from expdna.store.facade import Store
 
+__all__ = ["StoreConfig", "fsck_command", "gc_command", "open_store", "pass_config"]
 
-def open_store(ctx: click.Context, *, checked: bool = True) -> Store:
-    """The store named by the global options; ``checked=False`` skips the revision check."""
+#: Hands a command the :class:`StoreConfig` the root group resolved from its options.
+pass_config = click.make_pass_decorator(StoreConfig)
+
+
+def open_store(config: StoreConfig, *, checked: bool = True) -> Store:
+    """The store ``config`` names; ``checked=False`` skips the revision check."""
     from expdna.store.facade import Store
 
-    options = ctx.find_root().obj or {}
-    if checked:
-        return Store.open(options.get("store"), options.get("index_url"))
-    return Store.open_unchecked(options.get("store"), options.get("index_url"))
+    return Store.from_config(config, checked=checked)
 
 
 @click.command("fsck")
+@pass_config
 @click.pass_context
-def fsck_command(ctx: click.Context) -> None:
+def fsck_command(ctx: click.Context, config: StoreConfig) -> None:
     """Re-hash every object and check every reference from the index.
 
     Exit 0 when the store is consistent, 1 naming each problem otherwise. Unreferenced
     objects (left by a recorder that stopped early) are not problems: `expdna gc` removes them.
     """
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         report = store.fsck()
     for problem in report.problems:
         click.echo(f"problem: {problem}")
@@ -56,15 +61,17 @@ def fsck_command(ctx: click.Context) -> None:
     metavar="SECONDS",
     help="Keep unreferenced objects younger than this: a recorder may be about to use them.",
 )
-@click.pass_context
-def gc_command(ctx: click.Context, dry_run: bool, grace_s: float) -> None:
+@pass_config
+def gc_command(config: StoreConfig, dry_run: bool, grace_s: float) -> None:
     """Remove objects that no recorded run references, and stray temporary files."""
-    with open_store(ctx) as store:
+    with open_store(config) as store:
         report = store.gc(dry_run=dry_run, grace_s=grace_s)
     verb = "would remove" if dry_run else "removed"
     if dry_run:
+        from expdna.digest.refs import ref
+
         for digest in report.removed:
-            click.echo(f"{verb} blake3:{digest}")
+            click.echo(f"{verb} {ref(digest)}")
         for name in report.temp_files:
             click.echo(f"{verb} {name}")
     young = f"; kept {report.kept_young} younger than {grace_s:g} s" if report.kept_young else ""

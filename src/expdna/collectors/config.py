@@ -25,7 +25,8 @@ ENV_NAMES: frozenset[str] = frozenset(
 
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
-_OPTION = re.compile(r"^--?[A-Za-z_][\w.-]*(=.*)?$", re.DOTALL)
+# A letter of any script or "_" first (``--学习率``, ``--ключ``), never a digit (``-1``).
+_OPTION = re.compile(r"^--?[^\W\d][\w.-]*(=.*)?$", re.DOTALL)
 
 
 def typed(word: str) -> Any:

@@ -30,6 +30,8 @@ class CollectContext:
     use_cache: bool = True
     #: Called with a ``data.Progress`` while data files are hashed (a CLI renders it).
     progress: Callable[[Any], None] | None = None
+    #: Where this run writes (``output_dir=``, the store): files there are not code.
+    output_roots: tuple[Path, ...] = ()
 
 
 class NotAvailable(Exception):

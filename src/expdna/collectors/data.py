@@ -21,14 +21,14 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from expdna.collectors.context import CollectContext, Partial
-from expdna.digest import hash_file, hex_of, ref_of
+from expdna.digest import hash_file, hex_of, ref, ref_hex, ref_of
 
 if TYPE_CHECKING:  # the cache (sqlite3) and pyarrow helpers load only when data is given
     from expdna.digest.cache import DigestCache, StatKey
@@ -132,7 +132,7 @@ def _escape(rel: str) -> str:
 
 def listing_bytes(rows: Iterable[Row]) -> bytes:
     """The listing blob of sorted rows (file names that are not UTF-8 kept as bytes)."""
-    text = "".join([f"{_escape(rel)}\t{size}\tblake3:{hexd}\n" for rel, size, hexd in rows])
+    text = "".join([f"{_escape(rel)}\t{size}\t{ref(hexd)}\n" for rel, size, hexd in rows])
     return text.encode("utf-8", "surrogateescape")
 
 
@@ -143,12 +143,13 @@ def parse_listing(blob: bytes) -> list[Row]:
     if lines.pop() != "":
         raise ValueError("a listing ends with a newline")
     for line in lines:
-        rel, size, ref = line.split("\t")
-        if not ref.startswith("blake3:") or len(ref) != 71:
-            raise ValueError(f"not a blake3 reference: {ref!r}")
+        rel, size, reference = line.split("\t")
+        hexd = ref_hex(reference)
+        if hexd is None:
+            raise ValueError(f"not a blake3 reference: {reference!r}")
         if "\\" in rel:
             rel = _UNESCAPE.sub(lambda m: _UNESCAPES[m.group(0)], rel)
-        rows.append((rel, int(size), ref[7:]))
+        rows.append((rel, int(size), hexd))
     return rows
 
 
@@ -160,7 +161,9 @@ def _walk(root: Path, scan: Scan) -> list[Item]:
     if not stat.S_ISDIR(st.st_mode):
         scan.base = os.path.join(os.path.dirname(top), "")
         if stat.S_ISREG(st.st_mode):
-            found.append((os.path.basename(top), *_key(st)))
+            from expdna.digest.cache import stat_key
+
+            found.append((os.path.basename(top), *stat_key(st)))
         return found
     scan.base = os.path.join(top, "")
     seen = {(st.st_dev, st.st_ino)}  # directories entered, against symlink cycles
@@ -212,6 +215,8 @@ def _list_dir(
                 continue
             kind = st.st_mode & _S_IFMT
             if kind == _S_IFREG:
+                # expdna.digest.cache.stat_key, inlined into the hot loop (a test
+                # holds the two equal)
                 ino = st.st_ino
                 if ino >= _I64:  # SQLite integers are signed 64-bit
                     ino -= 1 << 64
@@ -236,11 +241,6 @@ def _list_dir(
 def _unlistable(scan: Scan, prefix: str, exc: OSError) -> None:
     scan.problems.append(f"{prefix or '.'}: cannot list ({exc.strerror})")
     scan.complete = False
-
-
-def _key(st: os.stat_result) -> StatKey:
-    ino = st.st_ino - (1 << 64) if st.st_ino >= _I64 else st.st_ino
-    return (st.st_dev, ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _Meter:
@@ -290,7 +290,8 @@ def _hash_missing(
             rel = scan.items[i][0]
             before = meter.bytes
             try:
-                found[i], sizes[i] = hash_file(scan.base + rel, meter.add)
+                # the cache was asked for every file at once; these are its misses
+                found[i], sizes[i] = hash_file(scan.base + rel, on_bytes=meter.add)
             except OSError as exc:
                 scan.problems.append(f"{rel}: cannot read ({exc.strerror})")
                 scan.complete = False
@@ -377,16 +378,10 @@ def _racy_window_ns() -> int:
     return RACY_WINDOW_NS
 
 
-def open_cache(use_cache: bool, environ: Mapping[str, str] | None = None) -> DigestCache | None:
-    if not use_cache:
-        return None
-    from expdna.digest.cache import DigestCache, cache_dir
-
-    return DigestCache.open(cache_dir(environ))
-
-
 def listing_for(root: str | os.PathLike[str], *, use_cache: bool = True) -> bytes:
     """The listing blob of ``root`` (what the store keeps; its digest is the dataset's)."""
+    from expdna.digest.cache import open_cache
+
     cache = open_cache(use_cache)
     try:
         scan = digest_root(Path(root), cache=cache)
@@ -429,7 +424,7 @@ def describe_dataset(
         if tables.entries:
             entry["table_groups" if tables.grouped else "tables"] = tables.entries
     if entry["digest"] is not None and embed and _utf8(scan.rows):
-        entry["listing"] = [[rel, size, f"blake3:{hexd}"] for rel, size, hexd in scan.rows]
+        entry["listing"] = [[rel, size, ref(hexd)] for rel, size, hexd in scan.rows]
     return entry, warnings
 
 
@@ -442,6 +437,8 @@ def _deadline(ctx: CollectContext) -> float:
 def collect_data(ctx: CollectContext) -> dict[str, Any]:
     if not ctx.data:
         return {"datasets": []}
+    from expdna.digest.cache import open_cache
+
     stop_at = _deadline(ctx)
     cache = open_cache(ctx.use_cache, ctx.environ)
     datasets, problems = [], []

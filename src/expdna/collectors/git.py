@@ -24,7 +24,7 @@ from typing import Any
 
 from expdna.collectors import process
 from expdna.collectors.context import CollectContext, NotAvailable, Partial
-from expdna.digest import ALGORITHM, file_hex, ref_of
+from expdna.digest import hash_file, ref, ref_of
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +151,10 @@ def collect_git(ctx: CollectContext) -> dict[str, Any]:
         raise NotAvailable(f"not a git repository: {ctx.cwd}")
 
     section: dict[str, Any] = {}
+    roots = output_roots(ctx)
     for name, repo in zip(_names(list(repos)), repos.values(), strict=True):
         try:
-            section[name], warnings = _describe(git, repo)
+            section[name], warnings = _describe(git, repo, roots)
         except GitError as exc:
             problems.append(f"{repo.top}: {exc}")
             continue
@@ -176,12 +177,14 @@ def _locate(git: _Git, start: Path) -> _Repo | None:
     return _Repo(top=Path(top), shallow=shallow == "true", index=Path(start, index))
 
 
-def _describe(git: _Git, repo: _Repo) -> tuple[dict[str, Any], list[str]]:
+def _describe(git: _Git, repo: _Repo, roots: list[Path]) -> tuple[dict[str, Any], list[str]]:
     status = git(
         repo.top, "status", "--porcelain=v2", "--branch", "-z",
-        "--untracked-files=normal", "--no-ahead-behind",
+        "--untracked-files=no", "--no-ahead-behind",
     )  # fmt: skip
-    commit, head, dirty = _parse_status(status.stdout)
+    commit, head, changed = _parse_status(status.stdout)
+    untracked = _untracked(git, repo.top, roots)
+    dirty = changed or bool(untracked)
     warnings: list[str] = []
     detached = head == "(detached)"
     state = {
@@ -191,7 +194,7 @@ def _describe(git: _Git, repo: _Repo) -> tuple[dict[str, Any], list[str]]:
         "dirty": dirty,
         "remote": _remote(git, repo.top),
         "shallow": repo.shallow,
-        "patch": _patch(git, repo, commit, warnings) if dirty else None,
+        "patch": _patch(git, repo, commit, untracked, warnings) if dirty else None,
         "submodules": _submodules(git, repo.top, warnings),
     }
     return state, warnings
@@ -200,6 +203,65 @@ def _describe(git: _Git, repo: _Repo) -> tuple[dict[str, Any], list[str]]:
 # expdna's own default output (manifest_<run id>.json): writing a manifest into the checkout
 # must not make the next run "dirty" and change its DNA.
 _OWN_OUTPUT = re.compile(rb"(^|/)manifest_\d{8}_\d{6}_[0-9a-z]+_[0-9a-z]{4,}\.json$")
+
+
+def output_roots(ctx: CollectContext) -> list[Path]:
+    """Where this run writes: ``ctx.output_roots``, ``$EXPDNA_STORE``, and the values of
+    per-run path arguments (``--output-dir``, ``--save-dir``: the ones the DNA leaves out).
+    """
+    # Imported here: the DNA rules are the manifest layer's, read once per collection.
+    from expdna.collectors.config import parse_args
+    from expdna.manifest.dna import is_per_run_arg
+
+    args = ctx.resolved_args if ctx.resolved_args is not None else parse_args(ctx.argv)
+    named = [v for k, v in args.items() if is_per_run_arg(str(k)) and isinstance(v, str)]
+    store = ctx.environ.get("EXPDNA_STORE")
+    candidates = [*ctx.output_roots, *named, *([store] if store else [])]
+    roots = []
+    for value in candidates:
+        text = str(value)
+        if text.strip():
+            roots.append(Path(os.path.abspath(_absolute(ctx, Path(text)))))
+    return roots
+
+
+def _exclusions(top: Path, roots: list[Path]) -> list[str]:
+    """Pathspecs that leave out the output roots inside ``top`` (never ``top`` itself)."""
+    real_top = os.path.realpath(top)
+    specs = []
+    for root in roots:
+        rel = os.path.relpath(os.path.realpath(root), real_top)
+        if rel != "." and not rel.startswith(".." + os.sep) and rel != "..":
+            specs.append(f":(exclude,literal){rel}")
+    return specs
+
+
+def _untracked(git: _Git, top: Path, roots: list[Path]) -> list[bytes]:
+    """Untracked files that are the user's work, not some run's output.
+
+    Left out: this run's output roots, expdna's own manifests, and every file under a
+    directory that holds an expdna manifest (another run's output directory, such as
+    ``runs/a`` when ``runs/b`` is being recorded). An embedded repository is listed as its
+    directory with a trailing slash.
+    """
+    listed = git(
+        top, "ls-files", "--others", "--exclude-standard", "-z", "--", ".",
+        *_exclusions(top, roots),
+    ).stdout  # fmt: skip
+    paths = [path for path in listed.split(b"\0") if path]
+    run_dirs = {path.rpartition(b"/")[0] for path in paths if _OWN_OUTPUT.search(path)}
+    return [
+        path for path in paths if not _OWN_OUTPUT.search(path) and not _under_any(path, run_dirs)
+    ]
+
+
+def _under_any(path: bytes, dirs: set[bytes]) -> bool:
+    head = path
+    while b"/" in head:
+        head = head.rpartition(b"/")[0]
+        if head in dirs:
+            return True
+    return b"" in dirs  # a manifest at the top: the checkout is itself an output directory
 
 
 def _parse_status(out: bytes) -> tuple[str | None, str | None, bool]:
@@ -252,28 +314,23 @@ def strip_credentials(url: str) -> str:
 
 
 def _patch(
-    git: _Git, repo: _Repo, commit: str | None, warnings: list[str]
+    git: _Git, repo: _Repo, commit: str | None, untracked: list[bytes], warnings: list[str]
 ) -> dict[str, Any] | None:
     try:
-        return _make_patch(git, repo, commit, warnings)
+        return _make_patch(git, repo, commit, untracked, warnings)
     except GitError as exc:
         warnings.append(f"no patch: {exc}")
         return None
 
 
 def _make_patch(
-    git: _Git, repo: _Repo, commit: str | None, warnings: list[str]
+    git: _Git, repo: _Repo, commit: str | None, listed: list[bytes], warnings: list[str]
 ) -> dict[str, Any] | None:
     """Staged, unstaged and untracked changes against HEAD, made on a copy of the index."""
     top = repo.top
     base = commit or _empty_tree(git, top)
-    listed = git(top, "ls-files", "--others", "--exclude-standard", "-z").stdout
     # A trailing slash marks an embedded repository: left to the user, not inlined.
-    untracked = [
-        path
-        for path in listed.split(b"\0")
-        if path and not path.endswith(b"/") and not _OWN_OUTPUT.search(path)
-    ]
+    untracked = [path for path in listed if not path.endswith(b"/")]
     with tempfile.TemporaryDirectory(prefix="expdna-git-") as tmp:
         index = Path(tmp, "index")
         if repo.index.is_file():
@@ -318,11 +375,10 @@ def _numstat(out: bytes) -> list[tuple[bytes, bytes, bytes]]:
 def _binary_file(top: Path, raw: bytes) -> dict[str, Any]:
     path = top / os.fsdecode(raw)
     try:
-        digest: str | None = f"{ALGORITHM}:{file_hex(path)}"
-        size: int | None = path.stat().st_size
+        hex_digest, size = hash_file(path)
     except FileNotFoundError:  # deleted in the working tree
-        digest = size = None
-    return {"path": raw.decode(errors="replace"), "digest": digest, "size": size}
+        return {"path": raw.decode(errors="replace"), "digest": None, "size": None}
+    return {"path": raw.decode(errors="replace"), "digest": ref(hex_digest), "size": size}
 
 
 def _submodules(git: _Git, top: Path, warnings: list[str]) -> list[dict[str, Any]]:

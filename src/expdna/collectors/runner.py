@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import queue
 import subprocess
 import threading
@@ -120,12 +121,29 @@ def _call(collector: Collector, ctx: CollectContext) -> Outcome:
         section, status, warnings = {}, "skipped", [str(exc)] if str(exc) else []
     except Partial as exc:
         section, status, warnings = dict(exc.section), "partial", [exc.reason]
-    except (subprocess.TimeoutExpired, TimeoutError) as exc:
+    except subprocess.TimeoutExpired as exc:
+        section, status, warnings = {}, "timeout", [_no_answer(exc)]
+    except TimeoutError as exc:
         section, status, warnings = {}, "timeout", [f"{type(exc).__name__}: {exc}"]
     except Exception as exc:  # collectors never break a run: a failure becomes a warning
         log.debug("collector %s failed", collector.name, exc_info=True)
         section, status, warnings = {}, "failed", [f"{type(exc).__name__}: {exc}"]
     return Outcome(status, section, (time.perf_counter() - start) * 1000, warnings)
+
+
+def _no_answer(exc: subprocess.TimeoutExpired) -> str:
+    """One short line: which program did not answer, and within how long."""
+    argv = exc.cmd if isinstance(exc.cmd, (list, tuple)) else [exc.cmd]
+    words = [str(w) for w in argv]
+    # "git -C <dir> rev-parse ...": the program and its subcommand, not its whole command line
+    shown = [os.path.basename(words[0])] if words else []
+    after_option = False
+    for word in words[1:6]:
+        if not word.startswith("-") and "/" not in word and not after_option:
+            shown.append(word)
+            break
+        after_option = word in ("-C", "-c")
+    return f"TimeoutExpired: {' '.join(shown)} gave no answer within {exc.timeout:.3g} s"
 
 
 def run_collectors(

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from expdna.compare import versions
+from expdna.compare.repos import match_repos
+from expdna.manifest.dna import compute_dna
 from expdna.manifest.model import Manifest, Repo
 
 Status = Literal["PASS", "WARN", "FAIL"]
@@ -42,6 +44,8 @@ class Finding(NamedTuple):
     status: Status
     recorded: str | None
     current: str | None
+    #: Why, in words, where the two values alone do not say it.
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class CheckResult:
     status: Status
     recorded: str | None
     current: str | None
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +64,7 @@ class CheckResult:
             "status": self.status,
             "recorded": self.recorded,
             "current": self.current,
+            "note": self.note,
         }
 
 
@@ -145,20 +151,41 @@ def _collector_lost(current: Manifest, collector: str) -> bool:
 
 
 def _live_repo(recorded: Manifest, current: Manifest, name: str) -> Repo | None:
-    """The live repository that plays ``name``'s part.
+    """The live repository that plays ``name``'s part (see :mod:`expdna.compare.repos`)."""
+    live = match_repos(recorded.code, current.code).get(name)
+    return current.code[live] if live is not None else None
 
-    Names are checkout directory names, which differ between clones: after the name, a
-    live repository with the same remote counts, then the only one when both sides have one.
-    """
-    if name in current.code:
-        return current.code[name]
-    remote = recorded.code[name].remote
-    same_remote = [r for r in current.code.values() if remote and r.remote == remote]
-    if len(same_remote) == 1:
-        return same_remote[0]
-    if len(recorded.code) == 1 and len(current.code) == 1:
-        return next(iter(current.code.values()))
-    return None
+
+def rule_dna(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    """The stored DNA against the one its content gives: a mismatch is an edited manifest."""
+    actual = compute_dna(recorded).value
+    if recorded.dna is None:
+        yield Finding("dna", "WARN", None, actual, "the manifest carries no DNA to verify")
+    elif recorded.dna.value != actual:
+        yield Finding("dna", "FAIL", recorded.dna.value, actual, "edited after it was written")
+
+
+def rule_collected(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    """A manifest that recorded none of what check compares cannot pass: nothing was checked."""
+    doc = recorded.to_dict()
+    if not any(_has_leaf(doc.get(name)) for name in LIVE_SECTIONS):
+        empty = ", ".join(sorted(LIVE_SECTIONS))
+        yield Finding("sections", "WARN", None, None, f"nothing recorded to check ({empty})")
+
+
+def rule_unknown(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
+    """A section the run could not collect was never known: nothing here can match it."""
+    for section, reason in (recorded.unknown or {}).items():
+        yield Finding(f"unknown.{section}", "WARN", None, None, f"not collected: {reason}")
+
+
+def _has_leaf(value: Any) -> bool:
+    """A value other than ``None`` somewhere inside (empty containers hold none)."""
+    if isinstance(value, dict):
+        return any(_has_leaf(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_leaf(v) for v in value)
+    return value is not None
 
 
 def rule_commit(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
@@ -281,6 +308,9 @@ def _hardware_field(name: str, judge: Judge) -> Rule:
 def default_rules() -> RuleSet:
     """The built-in rules, in the order their results are shown."""
     rules = RuleSet()
+    rules.add("dna", rule_dna)
+    rules.add("collected", rule_collected)
+    rules.add("unknown", rule_unknown)
     rules.add("commit", rule_commit)
     rules.add("patch", rule_patch)
     rules.add("python", rule_python)

@@ -22,10 +22,10 @@ from expdna.collectors.data import (
     Row,
     digest_root,
     listing_bytes,
-    open_cache,
     parse_listing,
 )
-from expdna.digest import ref_of
+from expdna.digest import parse_digest, ref_of
+from expdna.errors import InvalidDigestError
 
 if TYPE_CHECKING:
     from expdna.digest.cache import DigestCache
@@ -88,7 +88,7 @@ def _recorded_rows(
     if isinstance(embedded, list):
 
         def from_manifest() -> bytes | None:
-            rows = [(str(r[0]), int(r[1]), str(r[2]).removeprefix("blake3:")) for r in embedded]
+            rows = [(str(r[0]), int(r[1]), parse_digest(str(r[2]))) for r in embedded]
             return listing_bytes(rows)
 
         blobs.append(from_manifest)
@@ -101,7 +101,7 @@ def _recorded_rows(
             blob = get()
             if blob is not None and ref_of(blob) == digest:  # redaction may have edited it
                 return parse_listing(blob)
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, InvalidDigestError):
             continue
     return None
 
@@ -173,6 +173,8 @@ def verify_data(
     Without ``use_cache`` every file is hashed again; recorded listings are still looked
     up in the cache, which is safe because they are checked against the recorded digest.
     """
+    from expdna.digest.cache import open_cache
+
     cache = open_cache(True)
     try:
         return DataCheck(

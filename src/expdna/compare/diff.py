@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from expdna.compare.repos import match_repos
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.model import DNA_SECTIONS, Manifest
 
@@ -65,6 +66,8 @@ class Change:
     old: Any
     new: Any
     section: str
+    #: This change alone changes the DNA (the field is part of the section's identity).
+    in_dna: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,7 @@ class Change:
             "old": self.old,
             "new": self.new,
             "section": self.section,
+            "in_dna": self.in_dna,
         }
 
 
@@ -115,22 +119,36 @@ def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     ``null`` and absent are one fact (as in the DNA), so a field missing on one side and
     ``null`` on the other is not a change. Empty containers have no leaves.
     """
+    for keys, leaf in _walk(value, ()):
+        yield _dotted(keys, prefix), leaf
+
+
+Keys = tuple[str | int, ...]
+
+
+def _dotted(keys: Keys, prefix: str = "") -> str:
+    parts = [prefix] if prefix else []
+    return ".".join(parts + [str(k) for k in keys])
+
+
+def _walk(value: Any, keys: Keys) -> Iterator[tuple[Keys, Any]]:
+    # Keys as tuples: a key may hold a dot (``ruamel.yaml``, ``model.lr``), a path may not.
     if isinstance(value, Mapping):
         for key, child in value.items():
-            yield from flatten(child, f"{prefix}.{key}" if prefix else str(key))
+            yield from _walk(child, (*keys, str(key)))
     elif isinstance(value, list):
         for i, child in enumerate(value):
-            yield from flatten(child, f"{prefix}.{i}" if prefix else str(i))
+            yield from _walk(child, (*keys, i))
     elif value is not None:
-        yield prefix, value
+        yield keys, value
 
 
-def _leaves(manifest: Manifest) -> dict[str, Any]:
-    doc = {k: v for k, v in manifest.to_dict().items() if k not in SKIPPED_TOP}
+def _leaves(doc: Mapping[str, Any]) -> dict[Keys, Any]:
+    compared = {k: v for k, v in doc.items() if k not in SKIPPED_TOP}
     return {
-        path: leaf
-        for path, leaf in flatten(doc)
-        if not any(fnmatchcase(path, p) for p in SKIPPED_PATHS)
+        keys: leaf
+        for keys, leaf in _walk(compared, ())
+        if not any(fnmatchcase(_dotted(keys), p) for p in SKIPPED_PATHS)
     }
 
 
@@ -143,9 +161,78 @@ def _rank(change: Change) -> int:
     return SEVERITIES.index(change.severity)
 
 
+def _as_in(doc_b: dict[str, Any], a: Manifest, b: Manifest) -> dict[str, Any]:
+    """``b``'s document with its repositories named as the ones of ``a`` they stand for."""
+    pairs = match_repos(a.code, b.code)
+    renamed = {b_name: a_name for a_name, b_name in pairs.items()}
+    taken = set(renamed.values())
+    code = {}
+    for name, repo in (doc_b.get("code") or {}).items():
+        if name in renamed:
+            code[renamed[name]] = repo
+        elif name not in taken:
+            code[name] = repo
+        else:  # an unpaired repository whose name a paired one took
+            code[f"{name} (b)"] = repo
+    return {**doc_b, "code": code}
+
+
+def _with_leaf(doc: Any, keys: Keys, value: Any) -> Any:
+    """A copy of ``doc`` with the leaf at ``keys`` set to ``value`` (``None``: removed).
+
+    Only the containers on the path are copied. A list index past the end appends.
+    """
+    if not keys:
+        return value
+    head, rest = keys[0], keys[1:]
+    if isinstance(doc, list):
+        items = list(doc)
+        index = int(head)
+        child = items[index] if index < len(items) else {}
+        if not rest and value is None:
+            if index < len(items):
+                del items[index]  # an item b does not have
+        elif index < len(items):
+            items[index] = _with_leaf(child, rest, value) if rest else value
+        else:
+            items.append(_with_leaf(child, rest, value) if rest else value)
+        return items
+    copy = dict(doc) if isinstance(doc, Mapping) else {}
+    if rest:
+        child = copy.get(str(head))
+        if child is None:
+            child = [] if isinstance(rest[0], int) else {}
+        copy[str(head)] = _with_leaf(child, rest, value)
+    elif value is None:
+        copy.pop(str(head), None)
+    else:
+        copy[str(head)] = value
+    return copy
+
+
+def _severity(path: str, in_dna: bool, dnas_equal: bool) -> Severity:
+    """The rule's severity, kept consistent with the DNA.
+
+    A change that alters the DNA is never INFO; when the DNAs are equal (or this change
+    alone leaves the DNA as it was) it is never CRITICAL.
+    """
+    severity = severity_of(path)
+    if in_dna and severity == "INFO":
+        return "WARN"
+    if (dnas_equal or not in_dna) and severity == "CRITICAL":
+        return "WARN"
+    return severity
+
+
 def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
-    """Section digests and changed leaves from ``a`` to ``b``; pure, no I/O."""
-    dna_a, dna_b = compute_dna(a), compute_dna(b)
+    """Section digests and changed leaves from ``a`` to ``b``; pure, no I/O.
+
+    Repositories are paired across checkouts as ``check`` pairs them; each change says
+    whether, made alone to ``a``, it changes ``a``'s DNA.
+    """
+    doc_a = a.to_dict()
+    doc_b = _as_in(b.to_dict(), a, b)
+    dna_a, dna_b = compute_dna(doc_a), compute_dna(doc_b)
     sections: dict[str, SectionDiff] = {
         name: SectionDiff(
             equal=dna_a.sections[name] == dna_b.sections[name],
@@ -154,19 +241,39 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
         )
         for name in DNA_SECTIONS
     }
-    old, new = _leaves(a), _leaves(b)
-    paths = list(old) + [p for p in new if p not in old]
-    changes = [
-        Change(
-            path=path,
-            severity=severity_of(path),
-            old=old.get(path),
-            new=new.get(path),
-            section=path.split(".", 1)[0],
+    old, new = _leaves(doc_a), _leaves(doc_b)
+    changed = [k for k in old if not _same(old[k], new.get(k))]
+    changed += [k for k in new if k not in old]
+    per_section: dict[str, int] = {}
+    for keys in changed:
+        per_section[str(keys[0])] = per_section.get(str(keys[0]), 0) + 1
+    equal = dna_a.value == dna_b.value
+
+    def in_dna(keys: Keys) -> bool:
+        section = str(keys[0])
+        if keys[:2] == ("config", "dna_ignore"):
+            pass  # what the DNA leaves out: may change any section
+        elif section not in sections or sections[section].equal:
+            return False
+        elif per_section[section] == 1:
+            return True  # the only change in a section whose digest changed
+        edited = _with_leaf(doc_a, keys, new.get(keys))
+        return compute_dna(edited).value != dna_a.value
+
+    changes = []
+    for keys in changed:
+        path = _dotted(keys)
+        counted = in_dna(keys)
+        changes.append(
+            Change(
+                path=path,
+                severity=_severity(path, counted, equal),
+                old=old.get(keys),
+                new=new.get(keys),
+                section=str(keys[0]),
+                in_dna=counted,
+            )
         )
-        for path in paths
-        if not _same(old.get(path), new.get(path))
-    ]
     # Most severe first; within a severity, document order.
     changes.sort(key=_rank)
     return DiffReport(

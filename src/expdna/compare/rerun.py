@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from expdna.compare.check import CheckReport, check_live
 from expdna.errors import ExpdnaError, RefusedError
 from expdna.manifest.dna import compute_dna, short
+from expdna.manifest.escape import is_escaped, to_bytes, to_os_str
 from expdna.manifest.model import Manifest, Repo
 
 #: Substrings that redaction leaves in a value it replaced (DESIGN.md "Redaction").
@@ -129,6 +130,25 @@ def _patch_lines(name: str, repo: Repo) -> list[str]:
     return lines
 
 
+def shell_word(word: str) -> str:
+    """``word`` quoted for a POSIX shell, byte-exact for a word in the escaped form.
+
+    A word recorded as ``bytes:...`` (not valid UTF-8 when recorded) is written as
+    ``$'...'`` with ``\\xNN`` for every byte outside printable ASCII, which bash, zsh and
+    ksh read back as the original bytes.
+    """
+    if not is_escaped(word):
+        return shlex.quote(word)
+    parts = []
+    for byte in to_bytes(word):
+        char = chr(byte)
+        if 0x20 <= byte < 0x7F and char not in "\\'":
+            parts.append(char)
+        else:
+            parts.append(f"\\x{byte:02x}")
+    return "$'" + "".join(parts) + "'"
+
+
 def render_script(manifest: Manifest) -> str:
     """The POSIX shell script that would rerun ``manifest``, for a person to review."""
     listed = set(manifest.collection.redacted)
@@ -151,7 +171,7 @@ def render_script(manifest: Manifest) -> str:
     out.append("#")
     if manifest.command.cwd:
         out.append("# Working directory of the original run:")
-        out.append(f"# cd {_one_line(shlex.quote(manifest.command.cwd))}")
+        out.append(f"# cd {_one_line(shell_word(manifest.command.cwd))}")
         if "<HOME>" in manifest.command.cwd:
             out.append("#   (<HOME> stands for the recording user's home directory)")
     for name, value in manifest.config.selected_env.items():
@@ -160,7 +180,7 @@ def render_script(manifest: Manifest) -> str:
             continue
         if _is_redacted(value, f"config.selected_env.{name}", listed):
             out.append(f"# FILL IN BY HAND: {name} was redacted when recorded")
-        out.append(f"export {name}={shlex.quote(value)}")
+        out.append(f"export {name}={shell_word(value)}")
     argv = manifest.command.argv
     if not argv:
         out.append("# No command was recorded: there is no command to rerun.")
@@ -171,7 +191,7 @@ def render_script(manifest: Manifest) -> str:
                 f"# FILL IN BY HAND: argv[{i}] ({_one_line(shlex.quote(word))}) "
                 "was redacted when recorded"
             )
-    out.append(shlex.join(argv))
+    out.append(" ".join(shell_word(word) for word in argv))
     return "\n".join(out) + "\n"
 
 
@@ -213,10 +233,12 @@ def run_recorded(
 
     No timeout: this is the training run itself, as long as it takes.
     """
-    argv = manifest.command.argv
+    # Words recorded in the escaped form get their original bytes back.
+    argv = [to_os_str(word) for word in manifest.command.argv]
     if not argv:
         raise RefusedError("no command was recorded: there is nothing to rerun")
-    env = {**(os.environ if environ is None else environ), **manifest.config.selected_env}
+    recorded = {to_os_str(k): to_os_str(v) for k, v in manifest.config.selected_env.items()}
+    env = {**(os.environ if environ is None else environ), **recorded}
     try:
         proc = subprocess.Popen(argv, env=env, cwd=cwd)
     except OSError as exc:

@@ -38,6 +38,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from expdna.filesystems import DEFAULT_MOUNTS, network_fstype
+
 log = logging.getLogger(__name__)
 
 FILE_NAME = "digests.sqlite"
@@ -48,26 +50,11 @@ LISTINGS_KEPT = 64
 #: Dataset roots whose whole-tree stat digest is kept (the most recently stored).
 TREES_KEPT = 1024
 BUSY_TIMEOUT_S = 2.0
-#: File systems where SQLite's WAL (shared memory through mmap) is unsafe across hosts.
-_NETWORK_FS = (
-    "nfs",
-    "nfs4",
-    "cifs",
-    "smb3",
-    "smbfs",
-    "lustre",
-    "gpfs",
-    "beegfs",
-    "ceph",
-    "glusterfs",
-    "9p",
-    "afs",
-)
-
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26  # primary result codes (sqlite3.h)
 
 #: (device, inode, size, mtime_ns, ctime_ns) of one file.
 StatKey = tuple[int, int, int, int, int]
+_I64 = 1 << 63
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS digests (
@@ -100,27 +87,21 @@ def cache_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(platformdirs.user_cache_dir("expdna"))
 
 
-def _fs_type(path: Path) -> str | None:
-    """The file system type of ``path`` from /proc/mounts (Linux), or None."""
-    try:
-        mounts = Path("/proc/mounts").read_text().splitlines()
-    except OSError:
+def stat_key(st: os.stat_result) -> StatKey:
+    """The key a file's digest is kept under; any change to the file changes it."""
+    # SQLite integers are signed 64-bit: an inode at or above 2**63 wraps around
+    ino = st.st_ino - (1 << 64) if st.st_ino >= _I64 else st.st_ino
+    return (st.st_dev, ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def open_cache(
+    use_cache: bool = True, environ: Mapping[str, str] | None = None
+) -> DigestCache | None:
+    """The cache in :func:`cache_dir`; None when ``use_cache`` is off or it cannot be used
+    (hashing then goes on without it)."""
+    if not use_cache:
         return None
-    target, best, kind = os.path.realpath(path), "", None
-    for line in mounts:
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point = fields[1].replace("\\040", " ")
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best):
-            best, kind = point, fields[2]
-    return kind
-
-
-def _is_network_fs(path: Path) -> bool:
-    kind = _fs_type(path) or ""
-    return kind.startswith(_NETWORK_FS) or kind.startswith("fuse.")
+    return DigestCache.open(cache_dir(environ))
 
 
 class DigestCache:
@@ -131,15 +112,17 @@ class DigestCache:
         self.path = path
 
     @classmethod
-    def open(cls, directory: Path | None = None) -> DigestCache | None:
+    def open(
+        cls, directory: Path | None = None, *, mounts_file: Path = DEFAULT_MOUNTS
+    ) -> DigestCache | None:
         """The cache in ``directory`` (default :func:`cache_dir`); None, with a warning,
-        when it cannot be used."""
+        when it cannot be used. ``mounts_file`` says which file systems are remote."""
         directory = cache_dir() if directory is None else directory
         path = directory / FILE_NAME
         for attempt in (1, 2):
             try:
                 directory.mkdir(parents=True, exist_ok=True)
-                return cls(_connect(path), path)
+                return cls(_connect(path, mounts_file), path)
             except sqlite3.DatabaseError as exc:
                 if attempt == 1 and _is_corruption(exc):
                     log.warning("digest cache %s is corrupt (%s); rebuilding it", path, exc)
@@ -335,10 +318,12 @@ class DigestCache:
             self._failed(exc, "write")
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, mounts_file: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
     try:
-        journal = "DELETE" if _is_network_fs(path.parent) else "WAL"
+        # WAL's shared memory does not work across the hosts of a network file system
+        remote = network_fstype(path.parent, mounts_file) is not None
+        journal = "DELETE" if remote else "WAL"
         conn.execute(f"PRAGMA journal_mode={journal}")
         conn.execute("PRAGMA synchronous=NORMAL")  # a lost cache write costs a re-hash
         version = conn.execute("PRAGMA user_version").fetchone()[0]

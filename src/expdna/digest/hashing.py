@@ -1,7 +1,9 @@
-"""BLAKE3 digests that carry their algorithm.
+"""BLAKE3 of bytes and of files.
 
-Stored references look like ``blake3:<64 hex>`` so that a future algorithm is a migration,
-not a rewrite. Raw hex is the BLAKE3 of the raw bytes, so ``b3sum FILE`` verifies it.
+Raw hex is the BLAKE3 of the raw bytes, so ``b3sum FILE`` verifies it; the stored,
+algorithm-tagged form is :mod:`expdna.digest.refs`. Every file expdna hashes goes through
+:func:`hash_file`, which takes the stat-keyed cache as an argument (as dvc-data's
+``hash_file(path, fs, name, state=None)`` takes its state).
 """
 
 from __future__ import annotations
@@ -9,14 +11,16 @@ from __future__ import annotations
 import io
 import mmap
 import os
-import re
+import time
 from collections.abc import Callable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from blake3 import blake3
 
-ALGORITHM = "blake3"
-_REF = re.compile(r"^blake3:[0-9a-f]{64}$")
+from expdna.digest.refs import ref
+
+if TYPE_CHECKING:  # the cache loads sqlite3; only its callers need it
+    from expdna.digest.cache import DigestCache
 
 #: Files below this are read into memory in one call; a thread pool and mmap cost more
 #: than they save there (benchmarks/data_bench.py).
@@ -35,18 +39,41 @@ def hex_of(data: bytes) -> str:
 
 def ref_of(data: bytes) -> str:
     """A stored reference to ``data``: ``blake3:<64 hex>``."""
-    return f"{ALGORITHM}:{hex_of(data)}"
+    return ref(hex_of(data))
 
 
 def hash_file(
-    path: str | os.PathLike[str], on_bytes: Callable[[int], None] | None = None
+    path: str | os.PathLike[str],
+    cache: DigestCache | None = None,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> tuple[str, int]:
-    """BLAKE3 hex of a file's bytes and how many bytes were hashed.
+    """BLAKE3 hex of a file's bytes and its size.
 
-    ``on_bytes(n)`` is called after each large slice; it may raise to stop hashing.
-    The byte count is what was read, which differs from an earlier ``stat`` when the
-    file changed in between.
+    With a ``cache``, an unchanged file (same device, inode, size, mtime and ctime) costs
+    a stat and one lookup, and a newly hashed one is kept there. ``on_bytes(n)`` is called
+    after each large slice that is read; it may raise to stop hashing. The size is what
+    was read, which differs from an earlier ``stat`` when the file changed in between.
     """
+    if cache is None:
+        return _hash_path(path, on_bytes)
+    from expdna.digest.cache import stat_key  # loaded already: the cache is open
+
+    now_ns = time.time_ns()  # before the stat: the racy-file rule compares with it
+    st = os.stat(path)
+    key = stat_key(st)
+    hit = cache.lookup([key])[0]
+    if hit is not None:
+        return hit, st.st_size
+    hex_digest, size = _hash_path(path, on_bytes)
+    if size == st.st_size:  # it did not change while read: safe to vouch for
+        cache.store([(key, hex_digest)], now_ns)
+    return hex_digest, size
+
+
+def _hash_path(
+    path: str | os.PathLike[str], on_bytes: Callable[[int], None] | None
+) -> tuple[str, int]:
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < SMALL_FILE_BYTES:
@@ -80,12 +107,3 @@ def _hash_reading(
             if on_bytes is not None:
                 on_bytes(n)
     return hasher.hexdigest(), length
-
-
-def file_hex(path: Path) -> str:
-    """BLAKE3 of a file's bytes, read through mmap with threads for large files."""
-    return hash_file(path)[0]
-
-
-def is_ref(value: object) -> bool:
-    return isinstance(value, str) and _REF.match(value) is not None

@@ -25,20 +25,31 @@ import logging
 import os
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
-from expdna.digest import ALGORITHM, file_hex
+from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
-from expdna.integrations.recording import StoreLink, guarded, write_file
+from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
+from expdna.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
+
+
+class IncompleteManifestWarning(UserWarning):
+    """``start(strict=True)``: a DNA section is unknown (a collector failed or timed out).
+
+    Make it an error with ``-W error::expdna.IncompleteManifestWarning`` or
+    ``warnings.simplefilter("error", IncompleteManifestWarning)``.
+    """
+
 
 #: Hashing a checkpoint of many GB takes a while; still bounded, so a dead mount cannot hang.
 PIN_DEADLINE_S = 600.0
@@ -178,24 +189,37 @@ class RunHandle:
         target = Path(path)
         found, warning = guarded(
             f"pinning {target.name}",
-            lambda: (file_hex(target), target.stat().st_size),
+            lambda: _hash_checkpoint(target),
             max(self.deadline_s, PIN_DEADLINE_S),
         )
         if found is None:
             self._warn(warning or f"pinning {target}: no digest")
             return None
         digest, size = found
-        ref = f"{ALGORITHM}:{digest}"
+        reference = ref(digest)
         warning = self.store.pin(
             self.manifest.run_id,
-            ref,
+            reference,
             name=name or target.name,
             path=redact_text(str(target.resolve())),
             size=size,
         )
         if warning:
             self._warn(warning)
-        return ref
+        return reference
+
+
+def _hash_checkpoint(target: Path) -> tuple[str, int]:
+    """BLAKE3 hex and size of a checkpoint, through the stat-keyed cache when it is large
+    (``expdna which`` on the same unchanged file then costs a stat)."""
+    from expdna.digest.cache import open_cache
+
+    cache = open_cache() if target.stat().st_size >= SMALL_FILE_BYTES else None
+    try:
+        return hash_file(target, cache)
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 def start(
@@ -204,7 +228,7 @@ def start(
     output_dir: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     data: Iterable[str | os.PathLike[str]] = (),
-    store: Any = None,
+    store: StoreTarget = None,
     index_url: str | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),
@@ -212,6 +236,7 @@ def start(
     registry: Registry | None = None,
     caller_file: str | os.PathLike[str] | None = None,
     lineage: LineageArg | None = None,
+    strict: bool = False,
 ) -> RunHandle | None:
     """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
 
@@ -223,8 +248,11 @@ def start(
     runs this one continues, ``{"resumed_from": run_id}`` or ``[("derived_from", a),
     ("derived_from", b)]`` (relations ``resumed_from``, ``rerun_of``, ``derived_from``); it
     goes to the manifest's ``lineage`` list, outside the DNA, and an edge the store would
-    refuse is dropped with a warning. Never raises: returns ``None`` with one warning when
-    no manifest can be collected at all.
+    refuse is dropped with a warning. A DNA section a collector could not finish is marked
+    unknown (in the manifest and its DNA) and logged; with ``strict=True`` it is also an
+    :class:`IncompleteManifestWarning`, which the caller may turn into an error. Never
+    raises (unless the caller made that warning an error): returns ``None`` with one
+    warning when no manifest can be collected at all.
     """
     try:
         notes: list[str] = []
@@ -255,6 +283,7 @@ def start(
             deadline_s=deadline_s,
             dna_ignore=dna_ignore,
             resolved_args=resolved,
+            output_roots=_output_roots(output_dir, link),
         )
     except Exception as exc:  # the one promise: training goes on without a manifest
         log.warning("expdna: no manifest for this run: %s: %s", type(exc).__name__, exc)
@@ -271,7 +300,20 @@ def start(
     )
     for note in notes:
         handle._warn(note)
+    for section, reason in (manifest.unknown or {}).items():
+        message = f"section {section} is unknown (marked so in the DNA): {reason}"
+        handle._warn(message)
+        if strict:
+            warnings.warn(f"expdna: {message}", IncompleteManifestWarning, stacklevel=2)
     return handle
+
+
+def _output_roots(output_dir: str | os.PathLike[str] | None, link: StoreLink) -> list[Any]:
+    """Where this run writes: its output directory and a store given by path."""
+    roots: list[Any] = [output_dir] if output_dir is not None else []
+    if isinstance(link.target, StoreConfig):
+        roots.append(link.target.root)
+    return roots
 
 
 def _add_lineage(manifest: Manifest, lineage: Any, notes: list[str]) -> None:
@@ -344,7 +386,7 @@ def track(
     output_dir: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     data: Iterable[str | os.PathLike[str]] = (),
-    store: Any = None,
+    store: StoreTarget = None,
     index_url: str | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     dna_ignore: Sequence[str] = (),
@@ -352,6 +394,7 @@ def track(
     registry: Registry | None = None,
     caller_file: str | os.PathLike[str] | None = None,
     lineage: LineageArg | None = None,
+    strict: bool = False,
 ) -> Tracking:
     """Record a single-process run: ``with expdna.track(args, output_dir=...) as run:``.
 
@@ -360,7 +403,7 @@ def track(
     was impossible, so the body never needs a check). Set metrics with
     ``run.log_final(val_loss=...)`` or ``run.metrics[...]``. Exceptions of the training code
     pass through unchanged; the manifest is written and the metrics set so far recorded.
-    ``lineage`` is as for :func:`start`.
+    ``lineage`` and ``strict`` are as for :func:`start`.
     """
     caller = caller_file if caller_file is not None else _caller_file()
     return Tracking(
@@ -378,5 +421,6 @@ def track(
             registry=registry,
             caller_file=caller,
             lineage=lineage,
+            strict=strict,
         )
     )

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from expdna.digest.refs import ref
+
 log = logging.getLogger(__name__)
 
 #: Hardware fields a node entry repeats for people (the fingerprint is what compares).
@@ -61,7 +63,7 @@ def node_hardware(deadline_s: float, environ: Mapping[str, str] | None = None) -
     assert manifest.dna is not None
     hardware = manifest.hardware.model_dump(mode="python")
     return {
-        "fingerprint": f"blake3:{manifest.dna.sections['hardware']}",
+        "fingerprint": ref(manifest.dna.sections["hardware"]),
         "hardware": {k: hardware[k] for k in SUMMARY_FIELDS if hardware.get(k) is not None},
         "warnings": [
             f"{name}: {warning}"

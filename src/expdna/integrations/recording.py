@@ -10,17 +10,17 @@ unreferenced blob.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import Manifest
+from expdna.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +28,6 @@ T = TypeVar("T")
 
 #: Opening a store may run its migrations the first time: give it longer than a collector.
 STORE_DEADLINE_S = 15.0
-STORE_ENV = "EXPDNA_STORE"
-INDEX_URL_ENV = "EXPDNA_INDEX_URL"
 
 
 class Missed(Exception):
@@ -74,72 +72,89 @@ def write_file(
     return guarded("writing the manifest", write, deadline_s)
 
 
+class RunStore(Protocol):
+    """What the hook needs of a store: :class:`expdna.store.Store` has it, and so may any
+    object a caller passes as ``store=``."""
+
+    def record(self, manifest: Manifest) -> object: ...
+
+    def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> object: ...
+
+    def pin(self, *, run_id: str, digest: str, name: str, path: str, size: int) -> object: ...
+
+    def close(self) -> None: ...
+
+
+#: A store directory, a store the caller opened, or ``None`` (``$EXPDNA_STORE``).
+StoreTarget = str | os.PathLike[str] | RunStore | None
+
+
+def _open_store(config: StoreConfig) -> RunStore:
+    # The store brings SQLAlchemy: imported only when a run is recorded in one.
+    from expdna.store.facade import Store
+
+    return Store.from_config(config)
+
+
 @dataclass
 class StoreLink:
     """The store a run is recorded in, opened on first use and kept for the run.
 
     ``target`` is a store directory, an object with the store's methods (``record``, and
-    later ``record_metrics`` and ``pin``), or ``None`` for ``$EXPDNA_STORE``; without
-    either, nothing is recorded and nothing is said.
+    later ``record_metrics`` and ``pin``: :class:`RunStore`), or ``None`` for
+    ``$EXPDNA_STORE``; without either, nothing is recorded and nothing is said.
     """
 
-    target: Any = None
-    index_url: str | None = None
+    target: StoreConfig | RunStore | None = None
     deadline_s: float = STORE_DEADLINE_S
-    _store: Any = field(default=None, init=False, repr=False)
+    _store: RunStore | None = field(default=None, init=False, repr=False)
     _failed: bool = field(default=False, init=False, repr=False)
 
     @classmethod
     def resolve(
-        cls, target: Any, index_url: str | None, environ: Mapping[str, str] | None = None
+        cls, target: StoreTarget, index_url: str | None, environ: Mapping[str, str] | None = None
     ) -> StoreLink:
-        env = os.environ if environ is None else environ
-        if target is None:
-            target = env.get(STORE_ENV) or None
-        if index_url is None:
-            index_url = env.get(INDEX_URL_ENV) or None
-        return cls(target=target, index_url=index_url)
+        """A store object as given; a directory (given or ``$EXPDNA_STORE``) and index
+        URL (given or ``$EXPDNA_INDEX_URL``) resolved as the CLI and ``Store.open`` do."""
+        if target is not None and not isinstance(target, (str, os.PathLike)):
+            return cls(target=target)
+        config = StoreConfig.resolve(target, index_url, os.environ if environ is None else environ)
+        return cls(target=config if config.named else None)
 
     @property
     def configured(self) -> bool:
         return self.target is not None
 
-    def _open(self) -> Any:
-        if self._store is not None:
-            return self._store
-        if not isinstance(self.target, (str, os.PathLike)):
-            self._store = self.target  # a Store the caller opened
-            return self._store
-        # The store brings SQLAlchemy: imported only when a run is recorded in one.
-        store_module: Any = importlib.import_module("expdna.store")
-        self._store = store_module.Store.open(Path(self.target), self.index_url)
+    def _open(self) -> RunStore:
+        if self._store is None:
+            if isinstance(self.target, StoreConfig):
+                self._store = _open_store(self.target)
+            elif self.target is not None:
+                self._store = self.target  # a store the caller opened
+            else:
+                raise RuntimeError("no store configured")
         return self._store
 
-    def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> str | None:
-        """Call ``store.<method>(...)``; a warning when the store lacks it or it failed."""
+    def _call(self, what: str, call: Callable[[RunStore], object]) -> str | None:
+        """``call(store)``; a warning when it failed (a store without the method too)."""
         if not self.configured:
             return None
         if self._failed:
             log.debug("%s: skipped, the store could not be opened (warned already)", what)
             return None
-
-        def call() -> Any:
-            store = self._open()
-            fn = getattr(store, method, None)
-            if not callable(fn):
-                raise NotImplementedError(f"this store has no {method}()")
-            return fn(*args, **kwargs)
-
-        _, warning = guarded(what, call, self.deadline_s)
+        _, warning = guarded(what, lambda: call(self._open()), self.deadline_s)
         if warning is not None and self._store is None:
             self._failed = True  # do not wait on a dead store once per phase
         return warning
 
     def record(self, manifest: Manifest) -> str | None:
-        return self._call("recording the run in the store", "record", manifest)
+        return self._call("recording the run in the store", lambda store: store.record(manifest))
 
     def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str | None:
-        return self._call("recording metrics in the store", "record_metrics", run_id, dict(metrics))
+        return self._call(
+            "recording metrics in the store",
+            lambda store: store.record_metrics(run_id, dict(metrics)),
+        )
 
     def pin(self, run_id: str, digest: str, *, name: str, path: str, size: int) -> str | None:
         """``store.pin(run_id=, digest=, name=, path=, size=)``, the columns of its pins table."""
@@ -147,15 +162,10 @@ class StoreLink:
             return "pin: no store configured (store= or $EXPDNA_STORE); the pin was not recorded"
         return self._call(
             "pinning the checkpoint",
-            "pin",
-            run_id=run_id,
-            digest=digest,
-            name=name,
-            path=path,
-            size=size,
+            lambda store: store.pin(run_id=run_id, digest=digest, name=name, path=path, size=size),
         )
 
     def close(self) -> None:
-        close = getattr(self._store, "close", None)
-        if callable(close) and isinstance(self.target, (str, os.PathLike)):
-            guarded("closing the store", close, self.deadline_s)
+        # Only a store the link opened itself is closed; a caller's store stays open.
+        if self._store is not None and isinstance(self.target, StoreConfig):
+            guarded("closing the store", self._store.close, self.deadline_s)

@@ -14,6 +14,7 @@ from typing import Any
 
 from expdna.api import collect
 from expdna.collectors import Registry, default_registry
+from expdna.digest.refs import ref
 from expdna.integrations.ray_nodes import SUMMARY_FIELDS, fingerprint_nodes, node_hardware
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.model import Manifest
@@ -42,7 +43,7 @@ def _reusable_local(manifest: Manifest, reusable: bool) -> dict[str, Any] | None
         return None
     hardware = manifest.hardware.model_dump(mode="python")
     return {
-        "fingerprint": f"blake3:{manifest.dna.sections['hardware']}",
+        "fingerprint": ref(manifest.dna.sections["hardware"]),
         "hardware": {k: hardware[k] for k in SUMMARY_FIELDS if hardware.get(k) is not None},
         "warnings": [],
     }

@@ -7,6 +7,7 @@ from typing import Any
 
 from expdna.digest import ref_of
 from expdna.manifest.dna import compute_dna
+from expdna.manifest.escape import escape_tree
 from expdna.manifest.model import SCHEMA_VERSION, Manifest
 from expdna.manifest.redact import redact_tree
 from expdna.manifest.runid import iso_utc, new_run_id
@@ -37,11 +38,13 @@ def build_manifest(
     now: datetime | None = None,
     dna_ignore: list[str] | None = None,
     redact: bool = True,
+    unknown: dict[str, str] | None = None,
 ) -> Manifest:
     """Assemble, redact, validate and fingerprint one manifest.
 
     ``sections`` maps section names (``command``, ``code``, ``config``, ...) to the dicts
-    collectors returned. Redaction runs before the DNA, so the DNA never depends on a secret.
+    collectors returned; ``unknown`` names the DNA sections a collector could not finish,
+    with the reason. Redaction runs before the DNA, so the DNA never depends on a secret.
     """
     now = now or datetime.now(timezone.utc)
     code = sections.get("code", {})
@@ -54,6 +57,10 @@ def build_manifest(
     }
     if dna_ignore:
         doc.setdefault("config", {})["dna_ignore"] = list(dna_ignore)
+    if unknown:
+        doc["unknown"] = dict(sorted(unknown.items()))
+    # Undecodable OS bytes (argv, environment, paths) in their lossless escaped form.
+    doc = escape_tree(doc)
     redacted: list[str] = []
     if redact:
         doc, redacted = redact_tree(doc)

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from expdna.manifest.lineage import Relation
 
-SCHEMA_VERSION = "1.0"
+#: 1.1 added ``unknown`` (sections a collector could not finish, part of the DNA).
+SCHEMA_VERSION = "1.1"
 
 SectionName = Literal["code", "config", "training", "environment", "hardware", "runtime", "data"]
 #: The sections that enter the DNA, in the order they are shown.
@@ -193,6 +194,14 @@ class Manifest(_Open):
         None,
         exclude_if=lambda value: value is None,
         description="Earlier runs this one resumes, reruns or derives from (not in the DNA).",
+    )
+    unknown: dict[SectionName, str] | None = Field(
+        None,
+        exclude_if=lambda value: not value,
+        description=(
+            "DNA sections a collector could not finish (failed or missed its deadline), "
+            "with the reason. Being unknown is part of the section's DNA projection."
+        ),
     )
     collection: Collection = Field(default_factory=Collection)
     dna: Dna | None = None

@@ -3,6 +3,7 @@
 Importing this package stays light (no SQLAlchemy): :class:`Store` is loaded on first use.
 Modules, in the order data flows through them:
 
+- ``config``: where a store is (``StoreConfig``: its directory and index URL, resolved once).
 - ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth) and
   ``blobwriter`` (the process that writes a batch's blobs while the next is checked).
 - ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``

@@ -3,22 +3,21 @@ they were.
 
 A checkpoint is gigabytes; asking ``which`` about the same unchanged file again costs one
 ``stat`` through the digest cache the data collector keeps
-(:mod:`expdna.digest.cache`): a digest is trusted while the file's device,
-inode, size, mtime and ctime all match. Small files are hashed directly (faster than the
-cache round trip).
+(:func:`expdna.digest.hash_file` with its :mod:`expdna.digest.cache`): a digest is trusted
+while the file's device, inode, size, mtime and ctime all match. Small files are hashed
+directly (faster than the cache round trip).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from expdna.digest import ALGORITHM, SMALL_FILE_BYTES, hash_file
-from expdna.digest.refs import parse_digest
+from expdna.digest import SMALL_FILE_BYTES, hash_file, parse_digest
+from expdna.digest.refs import is_tagged
 from expdna.errors import InvalidInputError
 from expdna.manifest.redact import redact_text
 from expdna.store import pins
@@ -29,13 +28,6 @@ if TYPE_CHECKING:
     from expdna.digest.cache import DigestCache, StatKey
 
 HOME_MARK = "<HOME>/"
-_I64 = 1 << 63
-
-
-def _stat_key(st: os.stat_result) -> StatKey:
-    # the cache keeps inodes as signed 64-bit integers (as the data collector does)
-    ino = st.st_ino - (1 << 64) if st.st_ino >= _I64 else st.st_ino
-    return (st.st_dev, ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 @dataclass
@@ -48,31 +40,25 @@ class FileDigests:
     _memo: dict[StatKey, str] = field(default_factory=dict, init=False, repr=False)
 
     def _open(self) -> DigestCache | None:
-        if not self._opened and self.use_cache:
-            from expdna.collectors.data import open_cache
+        if not self._opened:
+            from expdna.digest.cache import open_cache
 
-            self._cache = open_cache(True)
+            self._cache = open_cache(self.use_cache)
         self._opened = True
         return self._cache
 
     def digest(self, path: str | os.PathLike[str]) -> tuple[str, int]:
         """BLAKE3 hex and size of the file at ``path`` (OSError when unreadable)."""
-        now_ns = time.time_ns()  # before the stat: the racy-file rule compares with it
+        from expdna.digest.cache import stat_key
+
         st = os.stat(path)
-        key = _stat_key(st)
+        key = stat_key(st)
         if key in self._memo:
             return self._memo[key], st.st_size
         cache = self._open() if st.st_size >= SMALL_FILE_BYTES else None
-        if cache is not None:
-            hit = cache.lookup([key])[0]
-            if hit is not None:
-                self._memo[key] = hit
-                return hit, st.st_size
-        hex_digest, size = hash_file(path)
-        if size == st.st_size:  # it did not change while read: safe to vouch for
+        hex_digest, size = hash_file(path, cache)
+        if size == st.st_size:  # it did not change while read: safe to remember
             self._memo[key] = hex_digest
-            if cache is not None:
-                cache.store([(key, hex_digest)], now_ns)
         return hex_digest, size
 
     def close(self) -> None:
@@ -153,7 +139,7 @@ def which(index: Index, target: str, *, use_cache: bool = True) -> list[PinRecor
         if os.path.exists(target):
             raise InvalidInputError(f"{target}: is a directory, not a checkpoint file")
         with index.read() as conn:
-            if target.startswith(f"{ALGORITHM}:"):
+            if is_tagged(target):
                 found = pins.by_digest(conn, parse_digest(target))
             else:
                 found = pins.by_name(conn, target)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from expdna.digest.refs import ref
+
 RecordStatus = Literal["recorded", "skipped", "conflict", "failed"]
 
 
@@ -66,7 +68,7 @@ class RunRecord(RunSummary):
             "dna_version": self.dna_version,
             "schema_version": self.schema_version,
             "sections": dict(self.sections),
-            "manifest_digest": f"blake3:{self.manifest_digest}",
+            "manifest_digest": ref(self.manifest_digest),
         }
 
 
@@ -138,7 +140,7 @@ class PinRecord:
             "dna": self.dna,
             "name": self.name,
             "matches": self.matches,
-            "digest": f"blake3:{self.digest}",
+            "digest": ref(self.digest),
             "path": self.path,
             "size": self.size,
             "pinned_at": iso(self.pinned_at),

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from expdna.digest.refs import ref
 from expdna.errors import ExpdnaError, InvalidInputError, NotFoundError
+
+# Raised by the digest layer (below the store), so it lives in expdna's error tree; the
+# store's callers keep importing and catching it from here.
+from expdna.errors import InvalidDigestError as InvalidDigestError
 
 
 class StoreError(ExpdnaError):
     """Base of the store's own errors (exit 2 unless a subclass says otherwise)."""
 
     exit_code = 2
-
-
-class InvalidDigestError(InvalidInputError):
-    """A digest given by a user is not ``[blake3:]<64 lowercase hex>``."""
-
-    def __init__(self, value: str) -> None:
-        shown = value if len(value) <= 80 else value[:77] + "..."
-        super().__init__(
-            f"not a digest: {shown!r} (expected 64 lowercase hex characters, "
-            "optionally prefixed 'blake3:')"
-        )
 
 
 class InvalidRunRefError(InvalidInputError):
@@ -46,7 +40,7 @@ class MissingObjectError(NotFoundError):
     """An object the index references is not in the object directory."""
 
     def __init__(self, digest: str) -> None:
-        super().__init__(f"object blake3:{digest} is missing from the object directory")
+        super().__init__(f"object {ref(digest)} is missing from the object directory")
         self.digest = digest
 
 
@@ -56,7 +50,7 @@ class CorruptObjectError(StoreError):
     exit_code = 1
 
     def __init__(self, digest: str, actual: str) -> None:
-        super().__init__(f"object blake3:{digest} is corrupt: its bytes hash to blake3:{actual}")
+        super().__init__(f"object {ref(digest)} is corrupt: its bytes hash to {ref(actual)}")
         self.digest = digest
         self.actual = actual
 

@@ -7,6 +7,9 @@
 
 Write order for every record: blobs into the object directory (durable), then every index
 row of the batch in one transaction. A crash leaves at worst unreferenced objects.
+
+The record pipeline, the manifest model (pydantic), pins, lineage and metrics are imported
+by the methods that use them, so a read-only query (``expdna twins``) loads only the index.
 """
 
 from __future__ import annotations
@@ -17,14 +20,12 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expdna.errors import ExpdnaError
 from expdna.filesystems import DEFAULT_MOUNTS
-from expdna.manifest.io import load_manifest
-from expdna.manifest.model import Manifest
-from expdna.store import checkpoints, lineage, maintenance, pins, queries
-from expdna.store import metrics as metrics_mod
+from expdna.store import maintenance, queries
+from expdna.store.config import StoreConfig
 from expdna.store.entities import (
     FsckReport,
     GcReport,
@@ -40,10 +41,11 @@ from expdna.store.index.engine import Index, open_index, shown
 from expdna.store.index.migrate import HEAD, current_revision, ensure_current, upgrade
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.queries import Filter
-from expdna.store.record.prepare import prepare
-from expdna.store.record.recorder import BatchItem, Recorder
-from expdna.store.record.sections import SectionMemo
-from expdna.store.record.storeform import to_file_form
+
+if TYPE_CHECKING:
+    from expdna.manifest.model import Manifest
+    from expdna.store.record.recorder import BatchItem, Recorder
+    from expdna.store.record.sections import SectionMemo
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +53,11 @@ BATCH = 500
 OBJECTS = "objects"
 
 
-def default_store_dir() -> Path:
-    """``$EXPDNA_STORE``, else the user data directory (``~/.local/share/expdna``)."""
-    env = os.environ.get("EXPDNA_STORE")
-    if env:
-        return Path(env)
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("expdna"))
-
-
 def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
     """Load and check one manifest file; a bad file becomes a ``failed`` result."""
+    from expdna.manifest.io import load_manifest
+    from expdna.store.record.prepare import prepare
+
     source = os.fspath(path)
     try:
         return prepare(load_manifest(source), source=source, memo=memo)
@@ -79,8 +74,24 @@ class Store:
         self.root = root
         self.objects = ObjectDir(root / OBJECTS)
         self.index = index
-        self._recorder = Recorder(self.objects, index)
-        self._memo = SectionMemo()
+        self._pipeline: tuple[Recorder, SectionMemo] | None = None
+
+    @property
+    def _recorder(self) -> Recorder:
+        return self._record_pipeline()[0]
+
+    @property
+    def _memo(self) -> SectionMemo:
+        return self._record_pipeline()[1]
+
+    def _record_pipeline(self) -> tuple[Recorder, SectionMemo]:
+        # Made on the first record: queries never load the record pipeline or pydantic.
+        if self._pipeline is None:
+            from expdna.store.record.recorder import Recorder
+            from expdna.store.record.sections import SectionMemo
+
+            self._pipeline = (Recorder(self.objects, self.index), SectionMemo())
+        return self._pipeline
 
     @classmethod
     def open(
@@ -99,10 +110,37 @@ class Store:
         here; a PostgreSQL index must be at the current revision (``expdna db upgrade``).
         ``upgrade``: force (True) or forbid (False) the automatic upgrade.
         """
-        root = Path(path) if path is not None else default_store_dir()
-        url = index_url if index_url is not None else os.environ.get("EXPDNA_INDEX_URL") or None
+        config = StoreConfig.resolve(path, index_url)
+        return cls.from_config(config, mounts_file=mounts_file, upgrade=upgrade)
+
+    @classmethod
+    def open_unchecked(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        index_url: str | None = None,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
+    ) -> Store:
+        """Open without checking the schema revision (``expdna db`` commands)."""
+        config = StoreConfig.resolve(path, index_url)
+        return cls.from_config(config, mounts_file=mounts_file, checked=False)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: StoreConfig,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
+        upgrade: bool | None = None,
+        checked: bool = True,
+    ) -> Store:
+        """The store ``config`` names, as :meth:`open` (``checked=False``:
+        :meth:`open_unchecked`, no directory made and no revision check)."""
+        root = config.root
+        if not checked:
+            return cls(root, open_index(root, config.index_url, mounts_file=mounts_file))
         try:
-            index = open_index(root, url, mounts_file=mounts_file)
+            index = open_index(root, config.index_url, mounts_file=mounts_file)
         except OSError as exc:
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
         store = cls(root, index)
@@ -118,19 +156,6 @@ class Store:
             index.dispose()
             raise
         return store
-
-    @classmethod
-    def open_unchecked(
-        cls,
-        path: str | os.PathLike[str] | None = None,
-        index_url: str | None = None,
-        *,
-        mounts_file: Path = DEFAULT_MOUNTS,
-    ) -> Store:
-        """Open without checking the schema revision (``expdna db`` commands)."""
-        root = Path(path) if path is not None else default_store_dir()
-        url = index_url if index_url is not None else os.environ.get("EXPDNA_INDEX_URL") or None
-        return cls(root, open_index(root, url, mounts_file=mounts_file))
 
     def close(self) -> None:
         self.index.dispose()
@@ -155,6 +180,8 @@ class Store:
         Raises :class:`DnaMismatchError` for a manifest whose DNA does not match its
         content, :class:`RunConflictError` when the run id is recorded with other content.
         """
+        from expdna.store.record.prepare import prepare
+
         prepared = prepare(manifest, source=source, attachments=attachments, memo=self._memo)
         result = next(self._recorder.run([[prepared]]))
         if result.status == "conflict":
@@ -177,6 +204,8 @@ class Store:
         them). Conflicting run ids come back with status ``conflict``. ``sources`` (one
         file name per manifest) label errors and results.
         """
+        from expdna.store.record.prepare import prepare
+
         labels = iter(sources) if sources is not None else None
         batches = (
             [
@@ -213,11 +242,15 @@ class Store:
         record = self.get(ref)
         doc: dict[str, Any] = json.loads(self.objects.read_verified(record.manifest_digest))
         if inline:
+            from expdna.store.record.storeform import to_file_form
+
             return to_file_form(doc, self.objects.read_verified)
         return doc
 
     def load(self, ref: str) -> Manifest:
         """The recorded manifest as a model, patch texts inline."""
+        from expdna.manifest.model import Manifest
+
         return Manifest.model_validate(self.show(ref, inline=True))
 
     def runs(
@@ -237,7 +270,7 @@ class Store:
     def twins(self, ref: str | Manifest) -> list[RunSummary]:
         """Every run with the DNA of ``ref`` (a run id, a DNA prefix or a manifest)."""
         with self.index.read() as conn:
-            if isinstance(ref, Manifest):
+            if not isinstance(ref, str):  # a Manifest: pydantic is loaded already
                 from expdna.manifest.dna import compute_dna
 
                 dna = compute_dna(ref).value
@@ -268,10 +301,14 @@ class Store:
         Metrics are outside the DNA: the run's identity and stored manifest do not change.
         A name given again replaces its old value; others stay. Unknown run: exit 1.
         """
+        from expdna.store import metrics as metrics_mod
+
         return metrics_mod.record_metrics(self.index, run_id, metrics)
 
     def metrics(self, ref: str) -> dict[str, float]:
         """The numeric final metrics of a run (by id or DNA prefix), by flattened name."""
+        from expdna.store import metrics as metrics_mod
+
         return metrics_mod.metrics_of(self.index, ref)
 
     def pin(
@@ -285,6 +322,8 @@ class Store:
     ) -> PinRecord:
         """Bind a checkpoint's digest (``[blake3:]<hex>``, never the file) and name to a run
         (id or DNA prefix) and its DNA. Pinning it again changes nothing."""
+        from expdna.store import pins
+
         return pins.pin(self.index, run_id=run_id, digest=digest, name=name, path=path, size=size)
 
     def pin_file(
@@ -300,21 +339,29 @@ class Store:
         The path is kept (redacted, as manifests write paths) so ``which NAME`` can say
         whether the file there still holds these bytes.
         """
+        from expdna.store import checkpoints
+
         return checkpoints.pin_file(self.index, path, run=run, name=name, use_cache=use_cache)
 
     def which(self, target: str, *, use_cache: bool = True) -> list[PinRecord]:
         """The pins answering ``target``, newest first: an existing file by its content (a
         renamed or copied checkpoint is found), ``blake3:<hex>`` by digest, else a name."""
+        from expdna.store import checkpoints
+
         return checkpoints.which(self.index, target, use_cache=use_cache)
 
     def link(self, parent: str, child: str, relation: str) -> bool:
         """Record ``child <relation> parent`` between two recorded runs (ids or DNA
         prefixes); True when the edge is new. A cycle or a self-link is refused (exit 2)."""
+        from expdna.store import lineage
+
         return lineage.link_runs(self.index, parent, child, relation)
 
     def lineage(self, ref: str) -> LineageReport:
         """Ancestors and descendants of a run, transitively, nearest first. A run id that is
         not recorded but named by recorded edges (a parent recorded later) is answered too."""
+        from expdna.store import lineage
+
         return lineage.report(self.index, ref)
 
     def export_parquet(

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from sqlalchemy import Connection, delete, exists, func, select
 
 from expdna.digest import ALGORITHM
+from expdna.digest.refs import ref
 from expdna.store.entities import FsckReport, GcReport
 from expdna.store.errors import CorruptObjectError, MissingObjectError
 from expdna.store.index.engine import Index
@@ -74,7 +75,7 @@ def fsck(objects: ObjectDir, index: Index) -> FsckReport:
                 blob_id, kind = rows[digest]
                 run = _first_referrer(conn, blob_id)
                 whose = f" of run {run}" if run else ""
-                problems.append(f"missing object {ALGORITHM}:{digest} ({kind}{whose})")
+                problems.append(f"missing object {ref(digest)} ({kind}{whose})")
         for digest in sorted(on_disk):
             try:
                 objects.verify(digest)

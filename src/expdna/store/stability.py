@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import compute_dna
+from expdna.manifest.dna import compute_dna, with_derived_seed_ignores
 from expdna.manifest.model import DNA_SECTIONS
 
 if TYPE_CHECKING:
@@ -142,7 +142,8 @@ def check_ignore(patterns: Iterable[str]) -> list[str]:
 def recomputed_dna(doc: dict[str, Any], patterns: Sequence[str]) -> str:
     """The DNA of the manifest document ``doc`` with ``patterns`` added to its dna_ignore."""
     config = dict(doc.get("config") or {})
-    config["dna_ignore"] = [*(config.get("dna_ignore") or []), *patterns]
+    added = with_derived_seed_ignores(patterns)
+    config["dna_ignore"] = [*(config.get("dna_ignore") or []), *added]
     return compute_dna({**doc, "config": config}).value
 
 

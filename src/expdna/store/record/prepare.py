@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from expdna.digest import hex_of
-from expdna.digest.refs import ref
+from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, compute_dna, short
 from expdna.manifest.lineage import edge_problem
@@ -140,10 +140,11 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
 
 def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | None:
     """:func:`_whole`, with the work on sections seen before taken from ``memo``; None where
-    only the whole-document path is exact (a ``dna_ignore`` list, a non-finite float)."""
+    only the whole-document path is exact (a ``dna_ignore`` list, an ``unknown`` section, a
+    non-finite float)."""
     stored = doc.get("dna")
     _check_version(stored, source)
-    if (doc.get("config") or {}).get("dna_ignore"):
+    if (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
         return None
     form, patches = move_patches(doc)
     parts = split(form)
@@ -186,11 +187,11 @@ def _references(doc: dict[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     for dataset in (doc.get("data") or {}).get("datasets") or []:
         digest = dataset.get("digest") if isinstance(dataset, dict) else None
-        if isinstance(digest, str) and digest.startswith("blake3:"):
-            found[digest[len("blake3:") :]] = "listing"
+        if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
+            found[hex_digest] = "listing"
     packages = (doc.get("environment") or {}).get("packages_digest")
-    if isinstance(packages, str) and packages.startswith("blake3:"):
-        found[packages[len("blake3:") :]] = "packages"
+    if isinstance(packages, str) and (hex_digest := ref_hex(packages)) is not None:
+        found[hex_digest] = "packages"
     return found
 
 
