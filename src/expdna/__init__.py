@@ -3,6 +3,36 @@
 The public API. Its names load on first use (PEP 562), so ``import expdna`` costs almost
 nothing (``expdna --version`` imports no pydantic), and never imports torch, ray, pyarrow
 or sqlalchemy.
+
+Module map, in layers from the bottom up; a module imports only from its own layer or the
+ones below it:
+
+- ``errors`` (one error tree with exit codes), ``filesystems`` (which filesystem holds a
+  path: network and overlay mounts).
+- ``digest/``: ``hashing`` (BLAKE3 digests that carry their algorithm), ``cache`` (the
+  stat-keyed digest cache), ``refs`` (``blake3:`` references users pass in).
+- ``manifest/``: the document and every rule about it: ``model`` (pydantic models),
+  ``schema`` (its JSON Schema), ``versioning`` (schema versions), ``canonical`` (canonical
+  JSON), ``dna`` (the DNA), ``redact`` and ``redact_rules`` (redaction and its shape rules),
+  ``runid`` (run ids and their syntax), ``lineage`` (relations and edge checks), ``times``
+  (timestamp parsing), ``escape`` (bytes that are not UTF-8, kept losslessly), ``build``
+  (sections in, a checked manifest out), ``io`` (files).
+- ``collectors/``: one module per source (``command``, ``config``, ``container``, ``data``,
+  ``tabular``, ``distributions``, ``environment``, ``framework``, ``git``, ``gpu``,
+  ``nvidia_smi``, ``nvml``, ``runtime``, ``system``, ``training``), what each is handed
+  (``context``), subprocesses (``process``) and the parallel ``runner``.
+- ``store/``: the content-addressed object directory and the SQL index over every run
+  (``config``, ``objects/``, ``index/``, ``record/``, the queries, the ``Store``
+  facade); its own docstring maps it. ``migrations/`` holds the index's alembic revisions.
+- ``compare/``: ``check``, ``diff``, ``rerun``, ``data`` (datasets against the disk),
+  ``repos`` (which repository of one run matches which of another), ``versions`` (version
+  strings as checks read them).
+- ``integrations/``: the training hook (``hook``, ``topology``, ``ray_nodes``), where its
+  manifest goes (``recording``), parsed arguments (``args``), checkpoint names
+  (``checkpoints``).
+- ``api`` (collect and generate, the calls behind the CLI), and ``cli/``: one module per
+  command group, with ``refs`` (a file or a run named on the command line), ``store``
+  (opening the store) and ``output`` (printing).
 """
 
 import importlib

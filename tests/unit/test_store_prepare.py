@@ -15,7 +15,7 @@ from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict, serialise
 from expdna.store.errors import DnaMismatchError
 from expdna.store.record.flatten import MAX_VALUE_CHARS, flatten, query_value
-from expdna.store.record.prepare import parse_time, prepare
+from expdna.store.record.prepare import prepare
 from expdna.store.record.storeform import moved_patches, to_file_form, to_store_form
 from tests.factories import PATCH_TEXT, VBIOS, synthetic, synthetic_doc
 
@@ -144,12 +144,6 @@ def test_prepare_refuses_a_time_that_is_not_iso() -> None:
     doc["generated_at"] = "yesterday"
     with pytest.raises(InvalidInputError, match="generated_at"):
         prepare(manifest_from_dict(doc))
-
-
-def test_parse_time_is_utc() -> None:
-    assert parse_time("2026-08-05T14:30:25Z", "t").isoformat() == "2026-08-05T14:30:25"
-    assert parse_time("2026-08-05T16:30:25+02:00", "t").isoformat() == "2026-08-05T14:30:25"
-    assert parse_time("2026-08-05", "t").isoformat() == "2026-08-05T00:00:00"
 
 
 def test_attachments_must_be_referenced_by_the_manifest() -> None:

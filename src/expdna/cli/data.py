@@ -76,7 +76,7 @@ def _store_listings(config: StoreConfig) -> Callable[[str], bytes | None]:
     """Listing blobs from the store's object directory, when there is one (read lazily)."""
 
     def read(digest: str) -> bytes | None:
-        from expdna.store.objects.directory import ObjectDir
+        from expdna.store import ObjectDir
 
         root = config.root
         if not (root / "objects").is_dir():

@@ -16,12 +16,9 @@ def db_group() -> None:
 @pass_config
 def upgrade_command(config: StoreConfig) -> None:
     """Upgrade the index (--index-url, or the store's SQLite) to this expdna's schema."""
-    from expdna.store.index.engine import shown
-    from expdna.store.index.migrate import upgrade
-
     with open_store(config, checked=False) as store:
-        before, after = upgrade(store.index)
-        where = shown(store.index.url)
+        before, after = store.upgrade_index()
+        where = store.index_location
     if before == after:
         click.echo(f"index {where}: already at revision {after}")
     else:
@@ -33,14 +30,11 @@ def upgrade_command(config: StoreConfig) -> None:
 @click.pass_context
 def current_command(ctx: click.Context, config: StoreConfig) -> None:
     """Print the index's schema revision; exit 1 when it is not this expdna's head."""
-    from expdna.store.index.engine import shown
-    from expdna.store.index.migrate import HEAD, current_revision
-
-    with open_store(config, checked=False) as store, store.index.read() as conn:
-        found = current_revision(conn)
-        where = shown(store.index.url)
-    if found == HEAD:
+    with open_store(config, checked=False) as store:
+        found, head = store.index_revision()
+        where = store.index_location
+    if found == head:
         click.echo(f"{found} (head)  index {where}")
         return
-    click.echo(f"{found or '(empty)'} (head is {HEAD}: run `expdna db upgrade`)  index {where}")
+    click.echo(f"{found or '(empty)'} (head is {head}: run `expdna db upgrade`)  index {where}")
     ctx.exit(1)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.store import StoreConfig, open_store, pass_config
-from expdna.store.record.prepare import parse_time
+from expdna.manifest.times import parse_time
 
 
 @click.command("export")

@@ -9,7 +9,8 @@ import click
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.manifest.dna import short
-from expdna.store.entities import RELATIONS, LineageEdge, LineageReport
+from expdna.manifest.lineage import RELATIONS
+from expdna.store.entities import LineageEdge, LineageReport
 
 
 def _edge_line(edge: LineageEdge) -> str:

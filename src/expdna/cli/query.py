@@ -16,8 +16,8 @@ from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.digest.refs import ref
 from expdna.manifest.dna import short
 from expdna.manifest.io import load_manifest, serialise
+from expdna.manifest.times import parse_time
 from expdna.store.entities import RunRecord, RunSummary, iso
-from expdna.store.record.prepare import parse_time
 
 _COLUMNS = (
     ("RUN", 30),

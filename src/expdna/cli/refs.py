@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _is_file_name(text: str) -> bool:
-    from expdna.store.record.prepare import RUN_ID
+    from expdna.manifest.runid import RUN_ID
 
     return (
         os.path.exists(text)
@@ -36,8 +36,8 @@ def _is_file_name(text: str) -> bool:
 
 
 def _open(config: StoreConfig, missing: str) -> Store:
+    from expdna.store import SQLITE_NAME
     from expdna.store.facade import Store
-    from expdna.store.index.engine import SQLITE_NAME
 
     root = config.root
     if config.index_url is None and not (root / SQLITE_NAME).is_file():

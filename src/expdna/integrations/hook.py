@@ -35,6 +35,7 @@ from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
+from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
 from expdna.store.config import StoreConfig
@@ -331,8 +332,6 @@ def _lineage_edges(lineage: Any, run_id: str, notes: list[str]) -> list[tuple[st
     Checked as :meth:`expdna.store.Store.record` checks a manifest's ``lineage`` list, so
     one bad edge costs only itself, never the recording of the run.
     """
-    from expdna.store.record.prepare import edge_problem
-
     try:
         if isinstance(lineage, Mapping):
             entries: list[Any] = list(lineage.items())

@@ -1,4 +1,5 @@
-"""The manifest document: model, versions, canonical JSON, DNA, redaction, file I/O."""
+"""The manifest document: model, versions, canonical JSON, DNA, redaction, file I/O, and
+its rules: run ids (``runid``), lineage (``lineage``), times (``times``)."""
 
 from expdna.manifest.dna import compute_dna, projections, short
 from expdna.manifest.io import load_manifest, manifest_from_dict, write_manifest

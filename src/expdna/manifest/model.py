@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from expdna.manifest.lineage import Relation
+
 #: 1.1 added ``unknown`` (sections a collector could not finish, part of the DNA).
 SCHEMA_VERSION = "1.1"
 
@@ -171,7 +173,7 @@ class Dna(_Open):
 class Lineage(_Open):
     """This run's relation to an earlier run. Outside the DNA: it names runs, not a setup."""
 
-    relation: Literal["resumed_from", "rerun_of", "derived_from"]
+    relation: Relation
     parent: str = Field(description="The run id of the earlier run.")
 
 

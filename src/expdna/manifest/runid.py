@@ -1,4 +1,5 @@
-"""Run ids: sortable by time, unique across hosts starting in the same second."""
+"""Run ids: the ones expdna makes (sortable by time, unique across hosts starting in the same
+second) and the syntax every run id must have."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import secrets
 from datetime import datetime, timezone
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
-RUN_ID = re.compile(r"^\d{8}_\d{6}_[0-9a-z]+_[0-9a-z]{4,}$")
+#: Run ids expdna accepts (manifests, the store, the CLI): what expdna writes and what other
+#: writers plausibly do; never a path separator, whitespace or a shell metacharacter.
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
 
 
 def new_run_id(now: datetime, commit: str | None) -> str:

@@ -1,12 +1,29 @@
 """The store: a content-addressed object directory and a SQL index over every run.
 
 Importing this package stays light (no SQLAlchemy): :class:`Store` is loaded on first use.
-Modules: ``objects`` (blobs by BLAKE3), ``models`` (index tables), ``index`` (engines,
-transactions), ``migrate`` (alembic), ``prepare``/``storeform``/``flatten`` (a manifest
-into blobs, a row and facts), ``intern`` (path and value ids), ``write`` (a batch's rows),
-``recorder`` (blobs then rows, batch by batch), ``blobwriter`` (the process that writes a
-batch's blobs while the next is checked), ``queries``, ``maintenance`` (fsck, gc),
-``facade`` (the ``Store`` API), ``entities`` and ``errors`` (what callers get back).
+Modules, in the order data flows through them:
+
+- ``config``: where a store is (``StoreConfig``: its directory and index URL, resolved once).
+- ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth) and
+  ``blobwriter`` (the process that writes a batch's blobs while the next is checked).
+- ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``
+  (the index tables), ``migrate`` (alembic, shipped in ``expdna/migrations``), ``bulk``
+  (``insert_ignore`` and fast insert-if-absent, bulk inserts, and the one ``chunks`` for
+  IN lists and batches) and ``intern`` (path, value and fact-set ids).
+- ``record/``: ``prepare`` (a manifest checked into blobs, a row and facts), ``storeform``
+  (the store form of a manifest), ``sections`` (work per distinct section), ``factsets``
+  (shared facts of a repeated section), ``flatten`` (a manifest as facts), ``recorder``
+  (blobs then rows, batch by batch) and ``write`` (a batch's rows).
+- Queries: ``queries`` (resolve, list, twins, find), ``lineage``, ``pins`` and
+  ``checkpoints`` (checkpoints bound to runs), ``metrics`` (metrics added later),
+  ``stability`` (metric spread across repeats), ``export`` (Parquet), ``maintenance``
+  (fsck, gc).
+- ``facade`` (the ``Store`` API on top), ``entities`` and ``errors`` (what callers get
+  back).
+
+The rules a manifest must follow (run ids, lineage relations, times) live in
+:mod:`expdna.manifest`; nothing outside the store (but its alembic ``migrations``) imports
+``objects``, ``index`` or ``record``.
 """
 
 from __future__ import annotations
@@ -23,12 +40,18 @@ from expdna.store.entities import (
 
 if TYPE_CHECKING:
     from expdna.store.facade import Store
+    from expdna.store.objects.directory import ObjectDir
     from expdna.store.queries import Filter
 
+#: The embedded SQLite index, inside the store directory.
+SQLITE_NAME = "index.sqlite"
+
 __all__ = [
+    "SQLITE_NAME",
     "Filter",
     "FsckReport",
     "GcReport",
+    "ObjectDir",
     "RecordResult",
     "RunRecord",
     "RunSummary",
@@ -45,4 +68,8 @@ def __getattr__(name: str) -> Any:
         from expdna.store.queries import Filter
 
         return Filter
+    if name == "ObjectDir":
+        from expdna.store.objects.directory import ObjectDir
+
+        return ObjectDir
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,6 @@ from typing import Any, Literal
 from expdna.digest.refs import ref
 
 RecordStatus = Literal["recorded", "skipped", "conflict", "failed"]
-#: Relations a lineage edge may carry (child <relation> parent).
-RELATIONS = ("resumed_from", "rerun_of", "derived_from")
 
 
 def iso(moment: datetime | None) -> str | None:

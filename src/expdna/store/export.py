@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, select
 
 from expdna.errors import InvalidInputError
+from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import SECTION_COLUMNS, Metric, Run
 from expdna.store.queries import Filter, filtered
-from expdna.store.record.write import chunks
 
 if TYPE_CHECKING:
     import pyarrow as pa

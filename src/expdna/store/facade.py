@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from expdna.errors import ExpdnaError
 from expdna.filesystems import DEFAULT_MOUNTS
@@ -36,8 +36,9 @@ from expdna.store.entities import (
     RunSummary,
 )
 from expdna.store.errors import RunConflictError, StoreError
-from expdna.store.index.engine import Index, open_index
-from expdna.store.index.migrate import ensure_current
+from expdna.store.index.bulk import chunks
+from expdna.store.index.engine import Index, open_index, shown
+from expdna.store.index.migrate import HEAD, current_revision, ensure_current, upgrade
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.queries import Filter
 
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BATCH = 500
-T = TypeVar("T")
 OBJECTS = "objects"
 
 
@@ -65,17 +65,6 @@ def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
         return RecordResult(
             run_id="", dna=None, generated_at=None, status="failed", source=source, message=str(exc)
         )
-
-
-def _chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    chunk: list[T] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 class Store:
@@ -223,7 +212,7 @@ class Store:
                 prepare(m, source=next(labels) if labels is not None else None, memo=self._memo)
                 for m in chunk
             ]
-            for chunk in _chunked(manifests, batch_size)
+            for chunk in chunks(manifests, batch_size)
         )
         return list(self._recorder.run(batches))
 
@@ -231,7 +220,7 @@ class Store:
         self, paths: Iterable[str | os.PathLike[str]], *, batch_size: int = BATCH
     ) -> Iterator[RecordResult]:
         """Record manifest files, yielding one result per file; a bad file is ``failed``."""
-        batches = ([_load(p, self._memo) for p in chunk] for chunk in _chunked(paths, batch_size))
+        batches = ([_load(p, self._memo) for p in chunk] for chunk in chunks(paths, batch_size))
         yield from self._recorder.run(batches)
 
     def scan(
@@ -389,6 +378,20 @@ class Store:
         return export_parquet(self.index, Path(path), filters=where, since=since)
 
     # -- maintenance -----------------------------------------------------------------
+
+    @property
+    def index_location(self) -> str:
+        """Where the index is, for messages: its URL without a password."""
+        return shown(self.index.url)
+
+    def index_revision(self) -> tuple[str | None, str]:
+        """The index's schema revision (None when empty) and the one this expdna needs."""
+        with self.index.read() as conn:
+            return current_revision(conn), HEAD
+
+    def upgrade_index(self) -> tuple[str | None, str]:
+        """Bring the index to this expdna's schema revision; returns (before, after)."""
+        return upgrade(self.index)
 
     def fsck(self) -> FsckReport:
         return maintenance.fsck(self.objects, self.index)

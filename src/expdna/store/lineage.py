@@ -19,12 +19,13 @@ from sqlalchemy import Connection, select
 from sqlalchemy.orm import InstrumentedAttribute
 
 from expdna.errors import InvalidInputError
-from expdna.store.entities import RELATIONS, LineageEdge, LineageReport
+from expdna.manifest.lineage import RELATIONS
+from expdna.store.entities import LineageEdge, LineageReport
 from expdna.store.errors import RunNotFoundError
+from expdna.store.index.bulk import chunks, insert_ignore
 from expdna.store.index.engine import Index
 from expdna.store.index.models import LINEAGE_KEY, Lineage, Run
 from expdna.store.queries import resolve
-from expdna.store.record.write import chunks, insert_ignore
 
 
 def check_relation(relation: str) -> str:
@@ -55,7 +56,7 @@ def insert_edges(conn: Connection, edges: Iterable[tuple[str, str, str]], source
         return 0
     added = 0
     for row in rows:  # one statement a row: a returned id says it was new
-        stmt = insert_ignore(conn, Lineage, list(LINEAGE_KEY)).values(**row).returning(Lineage.id)
+        stmt = insert_ignore(conn, Lineage, LINEAGE_KEY).values(**row).returning(Lineage.id)
         added += len(conn.execute(stmt).all())
     return added
 

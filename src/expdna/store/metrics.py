@@ -17,13 +17,12 @@ from typing import Any
 from sqlalchemy import Connection, delete, select
 
 from expdna.errors import InvalidInputError
-from expdna.store.index.bulk import bulk_insert
+from expdna.store.index.bulk import bulk_insert, chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
 from expdna.store.index.models import Fact, FactPath, FactValue, Metric
 from expdna.store.queries import resolve, run_pk
 from expdna.store.record.flatten import flatten
-from expdna.store.record.write import chunks
 
 _PREFIX = "metrics."
 

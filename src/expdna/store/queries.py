@@ -17,6 +17,7 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, and_, or_, select
 
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import short
+from expdna.manifest.runid import RUN_ID
 from expdna.store.entities import RunRecord, RunSummary
 from expdna.store.errors import (
     AmbiguousPrefixError,
@@ -34,7 +35,6 @@ from expdna.store.index.models import (
     RunFactSet,
 )
 from expdna.store.record.flatten import query_value
-from expdna.store.record.prepare import RUN_ID
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

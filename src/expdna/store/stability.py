@@ -25,10 +25,10 @@ import json
 import logging
 import math
 import statistics
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import compute_dna, with_derived_seed_ignores
@@ -41,10 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
-#: Values per SQL ``IN (...)`` list: far below every backend's bound-parameter limit.
-IN_CHUNK = 500
 _GLOB_CHARS = "*?["
 
 
@@ -180,11 +177,6 @@ class Stability:
         }
 
 
-def _chunks(items: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 def _widened(
     conn: Connection,
     read: Callable[[str], bytes],
@@ -224,10 +216,11 @@ def _runs(conn: Connection, dnas: Sequence[str]) -> list[str]:
     """Run ids of ``dnas``, oldest first."""
     from sqlalchemy import select
 
+    from expdna.store.index.bulk import chunks
     from expdna.store.index.models import Run
 
     found: list[tuple[datetime, str]] = []
-    for chunk in _chunks(dnas):
+    for chunk in chunks(dnas):
         found += [
             (moment, run_id)
             for moment, run_id in conn.execute(
@@ -242,10 +235,11 @@ def _metric_rows(
 ) -> list[tuple[str, str, float]]:
     from sqlalchemy import select
 
+    from expdna.store.index.bulk import chunks
     from expdna.store.index.models import Metric, Run
 
     rows: list[tuple[str, str, float]] = []
-    for chunk in _chunks(dnas):
+    for chunk in chunks(dnas):
         stmt = (
             select(Run.run_id, Metric.name, Metric.value)
             .join(Run, Run.id == Metric.run_pk)

@@ -1,4 +1,5 @@
-"""Inserting many rows the fast way for each database: insert-if-absent, and plain tuples.
+"""Inserting many rows the fast way for each database: insert-if-absent, and plain tuples;
+and the one way the store splits values into ``IN (...)`` lists and batches (:func:`chunks`).
 
 PostgreSQL: one statement binding one array per column,
 ``INSERT ... SELECT * FROM unnest(%s::type[], ...) ON CONFLICT (...) DO NOTHING``. A
@@ -11,18 +12,47 @@ than the arrays. SQLite (the other dialect expdna opens): the driver's executema
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Dialect, Table
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.sql.dml import Insert
 
 from expdna.store.index.models import Base
+
+T = TypeVar("T")
+#: Parameters per IN list: under SQLite's limit, small enough for PostgreSQL plans.
+CHUNK = 500
+
+_INSERTS: dict[str, Callable[[Table], Any]] = {
+    "sqlite": sqlite.insert,
+    "postgresql": postgresql.insert,
+}
+
+
+def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
+    """``items`` in lists of at most ``size`` (at least one item each), read as they are
+    needed: a generator of manifests is never held whole."""
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, max(size, 1))):
+        yield chunk
 
 
 def table_of(entity: type[Base]) -> Table:
     """The Core table of a model: statements run on connections, never ORM sessions."""
     return cast(Table, entity.__table__)
+
+
+def insert_ignore(conn: Connection, entity: type[Base], keys: Sequence[str]) -> Insert:
+    """``INSERT ... ON CONFLICT (keys) DO NOTHING`` for this connection's dialect, as a
+    statement to add values or ``RETURNING`` to (:func:`insert_absent` is the fast path for
+    many rows)."""
+    make = _INSERTS[conn.dialect.name]
+    stmt: Insert = make(table_of(entity)).on_conflict_do_nothing(index_elements=list(keys))
+    return stmt
 
 
 def _unnest(

@@ -27,11 +27,11 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 
 from expdna.errors import InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS, network_fstype
+from expdna.store import SQLITE_NAME
 from expdna.store.errors import IndexUnavailableError, NetworkFilesystemError
 
 log = logging.getLogger(__name__)
 
-SQLITE_NAME = "index.sqlite"
 BUSY_TIMEOUT_S = 60.0
 _WRITER = "expdna_writer"
 _RETRIES = 5

@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Connection, select
 
-from expdna.store.index.bulk import bulk_insert, insert_absent
+from expdna.store.index.bulk import bulk_insert, chunks, insert_absent
 from expdna.store.index.models import FactPath, FactSet, FactSetMember, FactValue
 from expdna.store.record.factsets import FactSet as Facts
 from expdna.store.record.factsets import set_digest
 
-#: Rows per IN list (under SQLite's parameter limit) and per executemany.
-CHUNK = 500
 #: Cached (path, value) ids kept at most; past it the cache starts again.
 MAX_CACHED_VALUES = 200_000
 #: Cached fact set ids kept at most (a set unique to one run is rare: see factsets).
@@ -58,17 +56,12 @@ class Interned:
     new_sets: dict[str, int] = field(default_factory=dict)
 
 
-def _chunks(items: list[str]) -> Iterable[list[str]]:
-    for start in range(0, len(items), CHUNK):
-        yield items[start : start + CHUNK]
-
-
 def _path_ids(conn: Connection, paths: set[str], cache: InternCache) -> dict[str, int]:
     known = {path: cache.paths[path] for path in paths if path in cache.paths}
     missing = sorted(paths - known.keys())
     if missing:
         insert_absent(conn, FactPath, [{"path": path} for path in missing], ("path",))
-        for part in _chunks(missing):
+        for part in chunks(missing):
             rows = conn.execute(select(FactPath.path, FactPath.id).where(FactPath.path.in_(part)))
             known.update({path: path_id for path, path_id in rows})
     return known
@@ -96,7 +89,7 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
     new_values: dict[Pair, int] = {}
     for path, texts in by_path.items():
         # path_id = ? AND value IN (...): a range on the unique index, per path
-        for part in _chunks(texts):
+        for part in chunks(texts):
             rows = conn.execute(
                 select(FactValue.value, FactValue.id).where(
                     FactValue.path_id == paths[path], FactValue.value.in_(part)
@@ -110,7 +103,7 @@ def intern_pairs(conn: Connection, pairs: set[Pair], cache: InternCache) -> Inte
 
 def _set_ids(conn: Connection, digests: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
-    for part in _chunks(digests):
+    for part in chunks(digests):
         rows = conn.execute(select(FactSet.digest, FactSet.id).where(FactSet.digest.in_(part)))
         found.update({digest: set_id for digest, set_id in rows})
     return found

@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from expdna.store.entities import RELATIONS
+from expdna.manifest.lineage import RELATIONS
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",

@@ -6,27 +6,24 @@ before anything is written.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from expdna.digest import hex_of
 from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, compute_dna, short
+from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Manifest
-from expdna.store.entities import RELATIONS
+from expdna.manifest.runid import RUN_ID
+from expdna.manifest.times import parse_time
 from expdna.store.errors import DnaMismatchError
 from expdna.store.record.factsets import FactSet, partition
 from expdna.store.record.flatten import flatten
 from expdna.store.record.sections import SectionMemo, assemble, split, to_json
 from expdna.store.record.storeform import move_patches, to_store_form
-
-#: Run ids the store accepts: what expdna writes and what other writers plausibly do; never
-#: a path separator, whitespace or a shell metacharacter.
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -73,20 +70,6 @@ class _Form:
     fact_sets: tuple[FactSet, ...]
     own_facts: FactSet
     metrics: dict[str, float]
-
-
-def parse_time(value: str, what: str) -> datetime:
-    """ISO 8601 to naive UTC (the index stores UTC without a zone); naive input is UTC."""
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInputError(f"{what}: {value!r} is not an ISO 8601 date or time") from None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return moment
 
 
 def _text(value: Any) -> str | None:
@@ -179,17 +162,6 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
     data = assemble(form, parts)
     sets, own, metrics = memo.facts(form, keys)
     return _Form(form, data, hex_of(data), patches, sets, own, metrics)
-
-
-def edge_problem(relation: Any, parent: Any, run_id: str) -> str | None:
-    """Why a ``lineage`` edge of run ``run_id`` cannot be recorded, or None when it can."""
-    if relation not in RELATIONS:
-        return f"lineage relation {relation!r} is not one of {', '.join(RELATIONS)}"
-    if not isinstance(parent, str) or RUN_ID.fullmatch(parent) is None:
-        return f"lineage parent {parent!r} is not a run id"
-    if parent == run_id:
-        return "lineage names the run itself as its parent"
-    return None
 
 
 def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, str], ...]:

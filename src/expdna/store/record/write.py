@@ -7,21 +7,18 @@ off runs), each set sorted, so concurrent PostgreSQL writers take locks in the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection, Table, select
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql.dml import Insert
+from sqlalchemy import Connection, select
 
 from expdna.digest import ALGORITHM
 from expdna.store.entities import RecordStatus
-from expdna.store.index.bulk import bulk_insert, insert_absent, table_of
+from expdna.store.index.bulk import bulk_insert, chunks, insert_absent, insert_ignore
 from expdna.store.index.intern import InternCache, Interned, intern_pairs, intern_sets
 from expdna.store.index.models import (
     LINEAGE_KEY,
-    Base,
     Blob,
     Fact,
     Lineage,
@@ -31,27 +28,6 @@ from expdna.store.index.models import (
     RunFactSet,
 )
 from expdna.store.record.prepare import Prepared
-
-T = TypeVar("T")
-#: Parameters per IN list: under SQLite's limit, small enough for PostgreSQL plans.
-CHUNK = 500
-
-_INSERTS: dict[str, Callable[[Table], Any]] = {
-    "sqlite": sqlite.insert,
-    "postgresql": postgresql.insert,
-}
-
-
-def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def insert_ignore(conn: Connection, entity: type[Base], keys: list[str]) -> Insert:
-    """``INSERT ... ON CONFLICT (keys) DO NOTHING`` for this connection's dialect."""
-    make = _INSERTS[conn.dialect.name]
-    stmt: Insert = make(table_of(entity)).on_conflict_do_nothing(index_elements=keys)
-    return stmt
 
 
 def recorded_digests(conn: Connection, run_ids: Iterable[str]) -> dict[str, str]:
@@ -167,7 +143,7 @@ def write_batch(
     )
     if edges:  # an edge made earlier with `expdna link` is kept as it is
         conn.execute(
-            insert_ignore(conn, Lineage, list(LINEAGE_KEY)),
+            insert_ignore(conn, Lineage, LINEAGE_KEY),
             [
                 {
                     **dict(zip(LINEAGE_KEY, edge, strict=True)),
