@@ -13,13 +13,14 @@ ones below it:
   stat-keyed digest cache), ``refs`` (``blake3:`` references users pass in).
 - ``manifest/``: the document and every rule about it: ``model`` (pydantic models),
   ``schema`` (its JSON Schema), ``versioning`` (schema versions), ``canonical`` (canonical
-  JSON), ``dna`` (the DNA), ``redact`` and ``redact_rules`` (redaction and its shape rules),
+  JSON), ``dna`` (the DNA), ``family`` (the DNA without seeds), ``redact`` and ``redact_rules`` (redaction and its shape rules),
   ``runid`` (run ids and their syntax), ``lineage`` (relations and edge checks), ``times``
   (timestamp parsing), ``escape`` (bytes that are not UTF-8, kept losslessly), ``build``
   (sections in, a checked manifest out), ``io`` (files).
 - ``collectors/``: one module per source (``command``, ``config``, ``container``, ``data``,
   ``tabular``, ``distributions``, ``environment``, ``framework``, ``git``, ``gpu``,
-  ``nvidia_smi``, ``nvml``, ``runtime``, ``system``, ``training``), what each is handed
+  ``nvidia_smi``, ``nvml``, ``runtime``, ``system``, ``training``), ``worktree`` (what in
+  a checkout is the user's work: outputs and large files), what each is handed
   (``context``), subprocesses (``process``) and the parallel ``runner``.
 - ``store/``: the content-addressed object directory and the SQL index over every run
   (``config``, ``objects/``, ``index/``, ``record/``, the queries, the ``Store``

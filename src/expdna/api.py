@@ -19,7 +19,7 @@ from expdna.collectors import (
 from expdna.collectors.runner import Outcome
 from expdna.errors import InvalidInputError
 from expdna.manifest.build import build_manifest
-from expdna.manifest.dna import with_derived_seed_ignores
+from expdna.manifest.family import with_derived_seed_ignores
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import DNA_SECTIONS, Manifest
 

@@ -261,7 +261,7 @@ def test_dataset_detail_beyond_its_digest_stays_out() -> None:
 
 def test_ignoring_a_seed_argument_also_ignores_the_training_seed_derived_from_it() -> None:
     import expdna
-    from expdna.manifest.dna import family_of, with_derived_seed_ignores
+    from expdna.manifest.family import family_of, with_derived_seed_ignores
 
     assert with_derived_seed_ignores(["config.resolved_args.seed", "config.resolved_args.lr"]) == [
         "config.resolved_args.seed",

@@ -15,7 +15,8 @@ import rfc8785
 from blake3 import blake3
 
 from expdna.manifest.canonical import normalise
-from expdna.manifest.dna import DNA_VERSION, compute_dna, family_of, projections
+from expdna.manifest.dna import DNA_VERSION, compute_dna, projections
+from expdna.manifest.family import family_of
 from expdna.manifest.io import manifest_from_dict
 
 VECTORS = sorted((Path(__file__).parents[1] / "vectors" / "dna").glob("*.json"))

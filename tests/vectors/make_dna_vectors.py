@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from expdna.manifest.canonical import normalise
-from expdna.manifest.dna import compute_dna, family_of, projections
+from expdna.manifest.dna import compute_dna, projections
+from expdna.manifest.family import family_of
 from expdna.manifest.io import manifest_from_dict
 
 HERE = Path(__file__).parent / "dna"

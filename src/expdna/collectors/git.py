@@ -14,7 +14,6 @@ import logging
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 import time
@@ -25,7 +24,15 @@ from typing import Any
 
 from expdna.collectors import process
 from expdna.collectors.context import CollectContext, NotAvailable, Partial
-from expdna.digest import hash_file, ref, ref_of
+from expdna.collectors.worktree import (
+    OWN_OUTPUT,
+    FileHasher,
+    exclusions,
+    output_roots,
+    split_untracked,
+    users_work,
+)
+from expdna.digest import ref, ref_of
 
 log = logging.getLogger(__name__)
 
@@ -61,41 +68,6 @@ _SUBMODULE_STATES = {" ": "clean", "+": "modified", "-": "uninitialized", "U": "
 
 class GitError(Exception):
     """A git command exited non-zero."""
-
-
-#: Untracked files larger than this are recorded by path, size and digest, never given to
-#: git's diff (which would read the whole file to decide it is binary, or inline it).
-INLINE_UNTRACKED_MAX = 1 << 20
-
-
-@dataclass
-class FileHasher:
-    """BLAKE3 of files through the stat-keyed digest cache, so an unchanged large file costs
-    a ``stat`` and a lookup; the cache is opened on the first file and closed by the caller.
-    ``deadline`` (monotonic) stops hashing that would run past the collector's deadline."""
-
-    use_cache: bool
-    environ: Mapping[str, str] | None = None
-    deadline: float | None = None
-    _cache: Any = field(default=None, init=False)
-    _opened: bool = field(default=False, init=False)
-
-    def __call__(self, path: Path) -> tuple[str, int]:
-        if self.use_cache and not self._opened:
-            from expdna.digest.cache import open_cache
-
-            self._opened = True
-            self._cache = open_cache(True, self.environ)
-        return hash_file(path, self._cache, on_bytes=self._in_time)
-
-    def _in_time(self, _n: int) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise subprocess.TimeoutExpired(["blake3"], 0)
-
-    def close(self) -> None:
-        if self._cache is not None:
-            self._cache.close()
-            self._cache = None
 
 
 @dataclass
@@ -247,68 +219,13 @@ def _describe(git: _Git, repo: _Repo, roots: list[Path]) -> tuple[dict[str, Any]
     return state, warnings
 
 
-# expdna's own default output (manifest_<run id>.json): writing a manifest into the checkout
-# must not make the next run "dirty" and change its DNA.
-_OWN_OUTPUT = re.compile(rb"(^|/)manifest_\d{8}_\d{6}_[0-9a-z]+_[0-9a-z]{4,}\.json$")
-
-
-def output_roots(ctx: CollectContext) -> list[Path]:
-    """Where this run writes: ``ctx.output_roots``, ``$EXPDNA_STORE``, and the values of
-    per-run path arguments (``--output-dir``, ``--save-dir``: the ones the DNA leaves out).
-    """
-    # Imported here: the DNA rules are the manifest layer's, read once per collection.
-    from expdna.collectors.config import parse_args
-    from expdna.manifest.dna import is_per_run_arg
-
-    args = ctx.resolved_args if ctx.resolved_args is not None else parse_args(ctx.argv)
-    named = [v for k, v in args.items() if is_per_run_arg(str(k)) and isinstance(v, str)]
-    store = ctx.environ.get("EXPDNA_STORE")
-    candidates = [*ctx.output_roots, *named, *([store] if store else [])]
-    roots = []
-    for value in candidates:
-        text = str(value)
-        if text.strip():
-            roots.append(Path(os.path.abspath(_absolute(ctx, Path(text)))))
-    return roots
-
-
-def _exclusions(top: Path, roots: list[Path]) -> list[str]:
-    """Pathspecs that leave out the output roots inside ``top`` (never ``top`` itself)."""
-    real_top = os.path.realpath(top)
-    specs = []
-    for root in roots:
-        rel = os.path.relpath(os.path.realpath(root), real_top)
-        if rel != "." and not rel.startswith(".." + os.sep) and rel != "..":
-            specs.append(f":(exclude,literal){rel}")
-    return specs
-
-
 def _untracked(git: _Git, top: Path, roots: list[Path]) -> list[bytes]:
-    """Untracked files that are the user's work, not some run's output.
-
-    Left out: this run's output roots, expdna's own manifests, and every file under a
-    directory that holds an expdna manifest (another run's output directory, such as
-    ``runs/a`` when ``runs/b`` is being recorded). An embedded repository is listed as its
-    directory with a trailing slash.
-    """
+    """Untracked files that are the user's work (see :func:`worktree.users_work`)."""
     listed = git(
         top, "ls-files", "--others", "--exclude-standard", "-z", "--", ".",
-        *_exclusions(top, roots),
+        *exclusions(top, roots),
     ).stdout  # fmt: skip
-    paths = [path for path in listed.split(b"\0") if path]
-    run_dirs = {path.rpartition(b"/")[0] for path in paths if _OWN_OUTPUT.search(path)}
-    return [
-        path for path in paths if not _OWN_OUTPUT.search(path) and not _under_any(path, run_dirs)
-    ]
-
-
-def _under_any(path: bytes, dirs: set[bytes]) -> bool:
-    head = path
-    while b"/" in head:
-        head = head.rpartition(b"/")[0]
-        if head in dirs:
-            return True
-    return b"" in dirs  # a manifest at the top: the checkout is itself an output directory
+    return users_work(listed)
 
 
 def _parse_status(out: bytes) -> tuple[str | None, str | None, bool]:
@@ -318,7 +235,7 @@ def _parse_status(out: bytes) -> tuple[str | None, str | None, bool]:
     for record in out.split(b"\0"):
         if not record:
             continue
-        if record.startswith(b"? ") and _OWN_OUTPUT.search(record[2:]):
+        if record.startswith(b"? ") and OWN_OUTPUT.search(record[2:]):
             continue
         if not record.startswith(b"# "):
             return commit, head, True  # headers come first; any entry is a change
@@ -377,7 +294,7 @@ def _make_patch(
     top = repo.top
     base = commit or _empty_tree(git, top)
     # A trailing slash marks an embedded repository: left to the user, not inlined.
-    untracked, by_digest = _split_untracked(top, [p for p in listed if not p.endswith(b"/")])
+    untracked, by_digest = split_untracked(top, [p for p in listed if not p.endswith(b"/")])
     with tempfile.TemporaryDirectory(prefix="expdna-git-") as tmp:
         index = Path(tmp, "index")
         if repo.index.is_file():
@@ -419,30 +336,6 @@ def _numstat(out: bytes) -> list[tuple[bytes, bytes, bytes]]:
         if len(parts) == 3:
             rows.append((parts[0], parts[1], parts[2]))
     return rows
-
-
-def _split_untracked(top: Path, paths: list[bytes]) -> tuple[list[bytes], list[bytes]]:
-    """(left to git's diff, recorded by digest). A file over :data:`INLINE_UNTRACKED_MAX`
-    is never read by git: it costs one hash, and with the digest cache warm one ``stat``.
-    Smaller files go through git as before (a binary one is listed by digest there too).
-    Other kinds of file (a FIFO, a socket) are left out: opening them could block."""
-    inline: list[bytes] = []
-    by_digest: list[bytes] = []
-    for raw in paths:
-        path = top / os.fsdecode(raw)
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue  # gone since git listed it
-        if stat.S_ISLNK(st.st_mode):
-            inline.append(raw)  # the patch carries the link's target
-        elif not stat.S_ISREG(st.st_mode):
-            log.info("untracked %s is not a regular file; left out", path)
-        elif st.st_size > INLINE_UNTRACKED_MAX:
-            by_digest.append(raw)
-        else:
-            inline.append(raw)
-    return inline, by_digest
 
 
 def _binary_file(git: _Git, top: Path, raw: bytes) -> dict[str, Any]:

@@ -31,7 +31,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import compute_dna, with_derived_seed_ignores
+from expdna.manifest.dna import compute_dna
+from expdna.manifest.family import with_derived_seed_ignores
 from expdna.manifest.model import DNA_SECTIONS
 
 if TYPE_CHECKING:

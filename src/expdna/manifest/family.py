@@ -1,0 +1,81 @@
+"""The family digest: the DNA of a manifest with every seed projected out.
+
+Runs of one setup that differ only in their seeds share a family digest ("N seeds, one
+setup"). The seeds are the resolved arguments named ``seed``, ``random_seed`` or ``*_seed``
+(any case, ``-`` read as ``_``) and ``training.seeds``. Ignoring a seed argument in
+``dna_ignore`` also ignores the training field derived from it
+(:func:`with_derived_seed_ignores`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from expdna.manifest.dna import compute_dna
+from expdna.manifest.model import Manifest
+
+
+def _arg_name(key: str) -> str:
+    return key.lower().replace("-", "_")
+
+
+#: Resolved-arg names (lowercase, "-" read as "_") that are seeds; the training collector
+#: records the same under ``training.seeds`` (``seed`` and ``random_seed`` as ``seed``).
+_SEED_NAMES = frozenset({"seed", "random_seed"})
+_SEED_SUFFIX = "_seed"
+
+
+def is_seed_arg(key: str) -> bool:
+    """A resolved-arg name that names a seed: ``seed``, ``random_seed``, ``*_seed``."""
+    name = _arg_name(key).lstrip("_")
+    return name in _SEED_NAMES or name.endswith(_SEED_SUFFIX)
+
+
+def seed_field(key: str) -> str | None:
+    """The ``training.seeds`` field a seed argument is recorded as, else None."""
+    if not is_seed_arg(key):
+        return None
+    name = _arg_name(key).lstrip("_")
+    return "seed" if name in _SEED_NAMES else name
+
+
+_RESOLVED_ARG_GLOB = "config.resolved_args."
+
+
+def with_derived_seed_ignores(globs: Iterable[str]) -> list[str]:
+    """``globs`` plus, for each that names a resolved seed argument exactly, the training
+    field derived from it: ignoring ``config.resolved_args.seed`` also ignores
+    ``training.seeds.seed``, so the seed is pooled whichever section records it."""
+    result = list(dict.fromkeys(globs))
+    for glob in list(result):
+        if not glob.startswith(_RESOLVED_ARG_GLOB):
+            continue
+        name = glob[len(_RESOLVED_ARG_GLOB) :]
+        field = seed_field(name) if name and not any(c in name for c in "*?[") else None
+        derived = f"training.seeds.{field}" if field else None
+        if derived and derived not in result:
+            result.append(derived)
+    return result
+
+
+def without_seeds(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with every seed left out: resolved seed arguments are dropped and
+    ``training.seeds`` (where present) is emptied."""
+    config = dict(doc.get("config") or {})
+    args = config.get("resolved_args") or {}
+    config["resolved_args"] = {k: v for k, v in args.items() if not is_seed_arg(str(k))}
+    training = dict(doc.get("training") or {})
+    if "seeds" in training:
+        training["seeds"] = {}  # as a run that recorded no seed
+    return {**doc, "config": config, "training": training}
+
+
+def family_of(manifest: Manifest | Mapping[str, Any]) -> str:
+    """The family digest: the DNA of the manifest with every seed projected out.
+
+    Runs of one setup that differ only in their seeds share it ("N seeds, one setup"); a
+    run without seeds has a family digest equal to its DNA.
+    """
+    doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
+    return compute_dna(without_seeds(doc)).value
