@@ -13,7 +13,8 @@ ones below it:
   stat-keyed digest cache), ``refs`` (``blake3:`` references users pass in).
 - ``manifest/``: the document and every rule about it: ``model`` (pydantic models),
   ``schema`` (its JSON Schema), ``versioning`` (schema versions), ``canonical`` (canonical
-  JSON), ``dna`` (the DNA), ``family`` (the DNA without seeds), ``redact`` and ``redact_rules`` (redaction and its shape rules),
+  JSON), ``dna`` (the DNA), ``family`` (the DNA without seeds), ``redact`` and
+  ``redact_rules`` (redaction and its shape rules),
   ``runid`` (run ids and their syntax), ``lineage`` (relations and edge checks), ``times``
   (timestamp parsing), ``escape`` (bytes that are not UTF-8, kept losslessly), ``build``
   (sections in, a checked manifest out), ``io`` (files).
