@@ -19,10 +19,13 @@ def upgrade_command(config: StoreConfig) -> None:
     with open_store(config, checked=False) as store:
         before, after = store.upgrade_index()
         where = store.index_location
+        filled = store.fill_families()
     if before == after:
         click.echo(f"index {where}: already at revision {after}")
     else:
         click.echo(f"index {where}: upgraded from {before or '(empty)'} to {after}")
+    if filled:
+        click.echo(f"family digests filled in for {filled} runs recorded before them")
 
 
 @db_group.command("current")

@@ -49,9 +49,10 @@ def table(runs: Sequence[RunSummary]) -> list[str]:
             run.gpu_model,
             run.driver_version,
         )
-        lines.append(
-            "  ".join(_cell(c, w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)).rstrip()
-        )
+        line = "  ".join(_cell(c, w) for c, (_, w) in zip(cells, _COLUMNS, strict=True))
+        if run.unknown:  # incomplete: say so on its line
+            line = f"{line}  unknown: {run.unknown}"
+        lines.append(line.rstrip())
     return lines
 
 
@@ -175,14 +176,25 @@ def runs_command(
 
 @click.command("twins")
 @click.argument("ref", metavar="RUN|DNA-PREFIX|MANIFEST")
+@click.option(
+    "--across-seeds",
+    is_flag=True,
+    help="Every run of the same setup whatever its seeds (the same family digest).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
 @pass_config
 @click.pass_context
-def twins_command(ctx: click.Context, config: StoreConfig, ref: str, as_json: bool) -> None:
-    """Every recorded run with the same DNA as a run, a DNA prefix or a manifest file."""
+def twins_command(
+    ctx: click.Context, config: StoreConfig, ref: str, across_seeds: bool, as_json: bool
+) -> None:
+    """Every recorded run with the same DNA as a run, a DNA prefix or a manifest file.
+
+    A run whose manifest marks a section unknown (a collector failed or missed its deadline)
+    is listed with "unknown: SECTION"; such runs share a DNA only with runs equally incomplete.
+    """
     target = load_manifest(ref) if os.path.isfile(ref) or ref.endswith(".json") else ref
     with open_store(config) as store:
-        runs = store.twins(target)
+        runs = store.twins(target, across_seeds=across_seeds)
     emit_runs(ctx, runs, as_json)
 
 

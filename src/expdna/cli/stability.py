@@ -31,10 +31,17 @@ def _row(stats: MetricStats) -> tuple[str, ...]:
 def render(report: Stability) -> list[str]:
     """The text form: the group, then one table row per metric."""
     lines = [f"dna      {short(report.dna)}", f"runs     {len(report.runs)}"]
+    if report.family is not None:
+        count = f"{len(report.dnas)} DNA{'s' if len(report.dnas) != 1 else ''}"
+        lines.append(f"family   {short(report.family)} (across seeds)")
+        lines.append(f"pooled   {count}: {', '.join(short(d) for d in report.dnas)}")
+    for run_id, sections in report.incomplete.items():
+        lines.append(f"unknown  {run_id}: {', '.join(sections)} (incomplete run)")
     if report.ignored:
         lines.append(f"ignored  {', '.join(report.ignored)}")
-        count = f"{len(report.dnas)} DNA{'s' if len(report.dnas) != 1 else ''}"
-        lines.append(f"pooled   {count}: {', '.join(short(d) for d in report.dnas)}")
+        if report.family is None:
+            count = f"{len(report.dnas)} DNA{'s' if len(report.dnas) != 1 else ''}"
+            lines.append(f"pooled   {count}: {', '.join(short(d) for d in report.dnas)}")
     cells = [("METRIC", *_HEADERS)] + [(name, *_row(s)) for name, s in report.metrics.items()]
     widths = [max(len(row[i]) for row in cells) for i in range(len(_HEADERS) + 1)]
     lines.append("")
@@ -66,6 +73,11 @@ def render(report: Stability) -> list[str]:
     "repeatable). A seed is recorded twice: --ignore config.resolved_args.seed "
     "--ignore training.seeds.seed.",
 )
+@click.option(
+    "--across-seeds",
+    is_flag=True,
+    help="Pool every run of the same setup whatever its seeds (the family digest).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @pass_config
 def stability_command(
@@ -73,6 +85,7 @@ def stability_command(
     ref: str,
     metric_names: tuple[str, ...],
     ignore: tuple[str, ...],
+    across_seeds: bool,
     as_json: bool,
 ) -> None:
     """Per metric: runs, mean, sample std, min, max and CV over every run of one DNA.
@@ -82,7 +95,9 @@ def stability_command(
     from expdna.store.stability import stability
 
     with open_store(config) as store:
-        report = stability(store, ref, metrics=metric_names, ignore=ignore)
+        report = stability(
+            store, ref, metrics=metric_names, ignore=ignore, across_seeds=across_seeds
+        )
     for pattern in report.unmatched:
         click.echo(
             f"expdna: warning: --ignore {pattern} removes nothing from the DNA of "

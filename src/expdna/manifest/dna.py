@@ -438,8 +438,17 @@ def compute_dna(manifest: Manifest | Mapping[str, Any]) -> Dna:
         name: hex_of(canonical_bytes(projected, drop_none_values=True))
         for name, projected in _raw_projections(manifest).items()
     }
-    value = hex_of(canonical_bytes({"version": DNA_VERSION, "sections": sections}))
-    return Dna(version=DNA_VERSION, value=value, sections=sections)
+    return Dna(version=DNA_VERSION, value=dna_value(sections), sections=sections)
+
+
+def dna_value(sections: Mapping[str, str]) -> str:
+    """The DNA over section digests: the BLAKE3 of ``{"version": 1, "sections": ...}``."""
+    return hex_of(canonical_bytes({"version": DNA_VERSION, "sections": dict(sections)}))
+
+
+def section_digest(name: str, section: Mapping[str, Any]) -> str:
+    """One section's digest for a document without ``dna_ignore`` or ``unknown``."""
+    return hex_of(canonical_bytes(PROJECTIONS[name](section), drop_none_values=True))
 
 
 def short(dna_value: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from expdna.manifest.dna import compute_dna
+from expdna.manifest.dna import compute_dna, dna_value, section_digest
 from expdna.manifest.model import Manifest
 
 
@@ -71,11 +71,31 @@ def without_seeds(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {**doc, "config": config, "training": training}
 
 
-def family_of(manifest: Manifest | Mapping[str, Any]) -> str:
+def has_seeds(doc: Mapping[str, Any]) -> bool:
+    """Whether the document records any seed (else its family digest is its DNA)."""
+    if (doc.get("training") or {}).get("seeds"):
+        return True
+    args = (doc.get("config") or {}).get("resolved_args") or {}
+    return any(is_seed_arg(str(k)) for k in args)
+
+
+def family_of(
+    manifest: Manifest | Mapping[str, Any], sections: Mapping[str, str] | None = None
+) -> str:
     """The family digest: the DNA of the manifest with every seed projected out.
 
     Runs of one setup that differ only in their seeds share it ("N seeds, one setup"); a
-    run without seeds has a family digest equal to its DNA.
+    run without seeds has a family digest equal to its DNA. ``sections``: the document's
+    DNA section digests when known, so only ``config`` and ``training`` are projected again
+    (exact for a document without ``dna_ignore`` or ``unknown``).
     """
     doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
-    return compute_dna(without_seeds(doc)).value
+    seedless = without_seeds(doc)
+    if sections is None or (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
+        return compute_dna(seedless).value
+    if not has_seeds(doc):
+        return dna_value(sections)
+    redone = {
+        name: section_digest(name, seedless.get(name) or {}) for name in ("config", "training")
+    }
+    return dna_value({**sections, **redone})

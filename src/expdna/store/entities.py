@@ -36,6 +36,14 @@ class RunSummary:
     cuda_version: str | None = None
     nccl_version: str | None = None
     python_version: str | None = None
+    #: The DNA with every seed projected out; None for runs recorded before it existed.
+    family: str | None = None
+    #: DNA sections a collector could not finish, comma-separated; None when complete.
+    unknown: str | None = None
+
+    @property
+    def unknown_sections(self) -> list[str]:
+        return self.unknown.split(",") if self.unknown else []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +58,8 @@ class RunSummary:
             "cuda_version": self.cuda_version,
             "nccl_version": self.nccl_version,
             "python_version": self.python_version,
+            "family": self.family,
+            "unknown": self.unknown_sections,
         }
 
 

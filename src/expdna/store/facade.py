@@ -267,16 +267,56 @@ class Store:
                 conn, dna_prefix=dna_prefix, filters=where, since=since, limit=limit
             )
 
-    def twins(self, ref: str | Manifest) -> list[RunSummary]:
-        """Every run with the DNA of ``ref`` (a run id, a DNA prefix or a manifest)."""
-        with self.index.read() as conn:
-            if not isinstance(ref, str):  # a Manifest: pydantic is loaded already
-                from expdna.manifest.dna import compute_dna
+    def twins(self, ref: str | Manifest, *, across_seeds: bool = False) -> list[RunSummary]:
+        """Every run with the DNA of ``ref`` (a run id, a DNA prefix or a manifest);
+        ``across_seeds``: every run of its family (the same DNA once seeds are left out)."""
+        if not isinstance(ref, str):  # a Manifest: pydantic is loaded already
+            from expdna.manifest.dna import compute_dna
+            from expdna.manifest.family import family_of
 
-                dna = compute_dna(ref).value
-            else:
-                dna = queries.resolve(conn, ref).dna
+            dna: str = compute_dna(ref).value
+            family: str | None = family_of(ref)
+        else:
+            record = self.get(ref)
+            dna, family = record.dna, record.family
+            if across_seeds and family is None:  # recorded before family digests
+                from expdna.manifest.family import family_of
+
+                family = family_of(self.show(record.run_id))
+        with self.index.read() as conn:
+            if across_seeds:
+                return queries.select_runs(conn, family=family)
             return queries.select_runs(conn, dna=dna)
+
+    def fill_families(self) -> int:
+        """Give runs recorded before family digests theirs, from their stored manifests
+        (``expdna db upgrade`` calls it); returns how many runs were filled in."""
+        from sqlalchemy import select, update
+
+        from expdna.manifest.family import family_of
+        from expdna.store.index.models import Blob, Run
+
+        filled = 0
+        while True:
+            with self.index.read() as conn:
+                rows = conn.execute(
+                    select(Run.id, Blob.digest)
+                    .join(Blob, Blob.id == Run.manifest_blob_id)
+                    .where(Run.family.is_(None))
+                    .limit(1000)
+                ).all()
+            if not rows:
+                return filled
+            updates = []
+            for run_key, digest in rows:
+                doc = json.loads(self.objects.read_verified(digest))
+                updates.append({"key": run_key, "family": family_of(doc)})
+            with self.index.write() as conn:
+                for row in updates:
+                    conn.execute(
+                        update(Run).where(Run.id == row["key"]).values(family=row["family"])
+                    )
+            filled += len(updates)
 
     def find(self, *filters: Filter, limit: int | None = None) -> list[RunSummary]:
         """Runs matching every filter (AND), newest first."""

@@ -58,6 +58,8 @@ SUMMARY_COLUMNS = (
     Run.cuda_version,
     Run.nccl_version,
     Run.python_version,
+    Run.family,
+    Run.unknown,
 )
 
 #: Dotted manifest paths answered from ``runs`` columns rather than from facts.
@@ -197,11 +199,14 @@ def filtered(
     dna_prefix: str | None = None,
     filters: Sequence[Filter] = (),
     since: datetime | None = None,
+    family: str | None = None,
 ) -> AnySelect | None:
     """``stmt`` (a select from ``runs``) limited to runs matching every condition; None
     when a filter names a path no run has (nothing can match)."""
     if dna is not None:
         stmt = stmt.where(Run.dna == dna)
+    if family is not None:
+        stmt = stmt.where(Run.family == family)
     if dna_prefix is not None:
         stmt = stmt.where(_prefix_range(check_prefix(dna_prefix)))
     if since is not None:
@@ -236,10 +241,17 @@ def select_runs(
     filters: Sequence[Filter] = (),
     since: datetime | None = None,
     limit: int | None = None,
+    family: str | None = None,
 ) -> list[RunSummary]:
     """Runs matching every condition, newest first."""
     stmt = filtered(
-        conn, select(*SUMMARY_COLUMNS), dna=dna, dna_prefix=dna_prefix, filters=filters, since=since
+        conn,
+        select(*SUMMARY_COLUMNS),
+        dna=dna,
+        dna_prefix=dna_prefix,
+        filters=filters,
+        since=since,
+        family=family,
     )
     if stmt is None:
         return []

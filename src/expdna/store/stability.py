@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import compute_dna
-from expdna.manifest.family import with_derived_seed_ignores
+from expdna.manifest.family import family_of, with_derived_seed_ignores
 from expdna.manifest.model import DNA_SECTIONS
 
 if TYPE_CHECKING:
@@ -167,9 +167,15 @@ class Stability:
     metrics: dict[str, MetricStats]
     missing: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
+    #: The family digest pooled (``--across-seeds``), else None.
+    family: str | None = None
+    #: Run id -> the DNA sections it could not collect, for the incomplete runs of the group.
+    incomplete: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "family": self.family,
+            "incomplete": dict(self.incomplete),
             "dna": self.dna,
             "runs": list(self.runs),
             "ignored": list(self.ignored),
@@ -213,22 +219,32 @@ def _widened(
     return pooled, unmatched
 
 
-def _runs(conn: Connection, dnas: Sequence[str]) -> list[str]:
-    """Run ids of ``dnas``, oldest first."""
+def _runs(conn: Connection, dnas: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """Run ids of ``dnas``, oldest first, and the unknown sections of incomplete ones."""
     from sqlalchemy import select
 
     from expdna.store.index.bulk import chunks
     from expdna.store.index.models import Run
 
     found: list[tuple[datetime, str]] = []
+    incomplete: dict[str, list[str]] = {}
     for chunk in chunks(dnas):
-        found += [
-            (moment, run_id)
-            for moment, run_id in conn.execute(
-                select(Run.generated_at, Run.run_id).where(Run.dna.in_(chunk))
-            )
-        ]
-    return [run_id for _, run_id in sorted(found)]
+        for moment, run_id, unknown in conn.execute(
+            select(Run.generated_at, Run.run_id, Run.unknown).where(Run.dna.in_(chunk))
+        ):
+            found.append((moment, run_id))
+            if unknown:
+                incomplete[run_id] = unknown.split(",")
+    return [run_id for _, run_id in sorted(found)], incomplete
+
+
+def _family_dnas(conn: Connection, family: str) -> list[str]:
+    """The distinct DNAs of the runs of one family."""
+    from sqlalchemy import select
+
+    from expdna.store.index.models import Run
+
+    return sorted({dna for (dna,) in conn.execute(select(Run.dna).where(Run.family == family))})
 
 
 def _metric_rows(
@@ -258,6 +274,7 @@ def stability(
     *,
     metrics: Sequence[str] = (),
     ignore: Sequence[str] = (),
+    across_seeds: bool = False,
 ) -> Stability:
     """Statistics of the final metrics of every run sharing the DNA of ``ref``.
 
@@ -265,10 +282,15 @@ def stability(
     :class:`~expdna.store.errors.AmbiguousPrefixError` (exit 2), an unknown one
     :class:`~expdna.store.errors.RunNotFoundError` (exit 1). ``metrics``: only these
     (default all). ``ignore``: ``dna_ignore`` globs that widen the group (module doc).
+    ``across_seeds``: the group is every run of the target's family (its DNA with every seed
+    left out), the "N seeds, one setup" question.
     """
     patterns = check_ignore(ignore)
     names = list(dict.fromkeys(metrics))
     target = store.get(ref)
+    family = None
+    if across_seeds:
+        family = target.family or family_of(store.show(target.run_id))
     with store.index.read() as conn:
         unmatched: list[str] = []
         dnas = [target.dna]
@@ -276,7 +298,9 @@ def stability(
             dnas, unmatched = _widened(
                 conn, store.objects.read_verified, target.dna, target.sections, patterns
             )
-        runs = _runs(conn, dnas)
+        if family is not None:
+            dnas += [d for d in _family_dnas(conn, family) if d not in dnas]
+        runs, incomplete = _runs(conn, dnas)
         rows = _metric_rows(conn, dnas, names)
     summary = summarise_rows(rows, names)
     return Stability(
@@ -287,4 +311,6 @@ def stability(
         metrics=summary,
         missing=[n for n in names if n not in summary],
         unmatched=unmatched,
+        family=family,
+        incomplete=incomplete,
     )

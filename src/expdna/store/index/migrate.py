@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 SCRIPT_LOCATION = "expdna:migrations"
 #: The newest revision in expdna/migrations/versions (a test holds this equal to alembic's).
-HEAD = "3f2a9c1d7b64"
+HEAD = "5d88e8697123"
 #: Any integer: serialises concurrent upgrades of one PostgreSQL index.
 _PG_LOCK = 0x65787064
 

@@ -99,6 +99,11 @@ class Run(Base):
     cuda_version: Mapped[str | None] = mapped_column(Text)
     nccl_version: Mapped[str | None] = mapped_column(Text)
     python_version: Mapped[str | None] = mapped_column(Text)
+    #: The DNA with every seed projected out (expdna.manifest.family); NULL for runs
+    #: recorded before it existed until ``expdna db upgrade`` fills it in.
+    family: Mapped[str | None] = mapped_column(HEX64, index=True)
+    #: DNA sections a collector could not finish, comma-separated; NULL when complete.
+    unknown: Mapped[str | None] = mapped_column(Text)
 
 
 class FactPath(Base):

@@ -15,6 +15,7 @@ from expdna.digest import hex_of
 from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, compute_dna, short
+from expdna.manifest.family import family_of
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Manifest
 from expdna.manifest.runid import RUN_ID
@@ -100,6 +101,16 @@ def _typed_columns(doc: dict[str, Any]) -> dict[str, str | None]:
         "nccl_version": _text(hardware.get("nccl_version")),
         "python_version": _text((doc.get("environment") or {}).get("python_version")),
     }
+
+
+def _unknown(doc: dict[str, Any]) -> str | None:
+    """The sections a collector could not finish, comma-separated; None when complete."""
+    unknown = doc.get("unknown")
+    return (
+        ",".join(sorted(str(name) for name in unknown))
+        if isinstance(unknown, dict) and unknown
+        else None
+    )
 
 
 def _check_version(stored: Any, source: str) -> None:
@@ -248,6 +259,8 @@ def prepare_doc(
         **{f"{name}_digest": digest for name, digest in dna["sections"].items()},
         "schema_version": str(doc.get("schema_version")),
         "generated_at": generated_at,
+        "family": family_of(form.doc, dna["sections"]),
+        "unknown": _unknown(doc),
         **_typed_columns(doc),
     }
     return Prepared(

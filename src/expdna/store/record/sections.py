@@ -63,12 +63,6 @@ def assemble(doc: dict[str, Any], parts: dict[str, str]) -> bytes:
     return ("{" + body + "}").encode("utf-8")
 
 
-def section_digest(name: str, section: Any) -> str:
-    """One DNA section's digest, as :func:`expdna.manifest.dna.compute_dna` computes it for
-    a manifest without ``dna_ignore`` (tests hold the two equal on the DNA vectors)."""
-    return hex_of(canonical_bytes(PROJECTIONS[name](section), drop_none_values=True))
-
-
 #: Section JSON longer than this is keyed by its BLAKE3 rather than held in the memo.
 MAX_KEY_CHARS = 4096
 
