@@ -15,7 +15,7 @@ from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict, serialise
 from expdna.store.errors import DnaMismatchError
 from expdna.store.record.flatten import MAX_VALUE_CHARS, flatten, query_value
-from expdna.store.record.prepare import prepare
+from expdna.store.record.prepare import prepare, prepare_doc
 from expdna.store.record.storeform import moved_patches, to_file_form, to_store_form
 from tests.factories import PATCH_TEXT, VBIOS, synthetic, synthetic_doc
 
@@ -202,3 +202,25 @@ def test_network_filesystem_detection_from_a_mounts_file(tmp_path: Path) -> None
 )
 def test_network_fstypes(fstype: str, network: bool) -> None:
     assert is_network_fstype(fstype) is network
+
+
+def test_the_recorded_family_digest_is_the_one_the_manifest_layer_defines() -> None:
+    from expdna.manifest.family import family_of
+    from expdna.store.record.sections import SectionMemo
+
+    memo = SectionMemo()
+    docs = [synthetic_doc(i, setup=i % 3) for i in range(12)]
+    docs[1]["config"]["resolved_args"]["Data-Seed"] = 9  # another spelling of a seed
+    docs[2]["config"]["dna_ignore"] = ["config.resolved_args.lr"]  # the whole-document path
+    docs[3]["unknown"] = {"code": "collector git timeout"}
+    docs[4]["training"] = {}  # no seed recorded by the training collector
+    for doc in docs:
+        doc.pop("dna", None)
+        prepared = prepare_doc(doc, memo=memo)
+        assert prepared.row["family"] == family_of(doc), doc["run_id"]
+    # one setup, other seeds: one family, other DNAs
+    a, b = synthetic_doc(20, setup=1), synthetic_doc(21, setup=1)
+    a["config"]["resolved_args"]["seed"], b["config"]["resolved_args"]["seed"] = 1, 2
+    a["training"]["seeds"], b["training"]["seeds"] = {"seed": 1}, {"seed": 2}
+    first, second = (prepare_doc(d, memo=memo) for d in (a, b))
+    assert first.dna != second.dna and first.row["family"] == second.row["family"]

@@ -9,6 +9,7 @@ setup"). The seeds are the resolved arguments named ``seed``, ``random_seed`` or
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ _SEED_NAMES = frozenset({"seed", "random_seed"})
 _SEED_SUFFIX = "_seed"
 
 
+@functools.lru_cache(maxsize=4096)
 def is_seed_arg(key: str) -> bool:
     """A resolved-arg name that names a seed: ``seed``, ``random_seed``, ``*_seed``."""
     name = _arg_name(key).lstrip("_")

@@ -71,6 +71,8 @@ class _Form:
     fact_sets: tuple[FactSet, ...]
     own_facts: FactSet
     metrics: dict[str, float]
+    #: the family digest (expdna.manifest.family)
+    family: str
 
 
 def _text(value: Any) -> str | None:
@@ -146,7 +148,8 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
     form = to_store_form(doc)
     facts, metrics = flatten(form.doc)
     sets, own = partition(facts)
-    return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics)
+    family = family_of(form.doc, form.doc["dna"]["sections"])
+    return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics, family)
 
 
 def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | None:
@@ -172,7 +175,8 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
         _check_match(stored, value, sections, source)
     data = assemble(form, parts)
     sets, own, metrics = memo.facts(form, keys)
-    return _Form(form, data, hex_of(data), patches, sets, own, metrics)
+    family = memo.family(form, sections)
+    return _Form(form, data, hex_of(data), patches, sets, own, metrics, family)
 
 
 def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, str], ...]:
@@ -259,7 +263,7 @@ def prepare_doc(
         **{f"{name}_digest": digest for name, digest in dna["sections"].items()},
         "schema_version": str(doc.get("schema_version")),
         "generated_at": generated_at,
-        "family": family_of(form.doc, dna["sections"]),
+        "family": form.family,
         "unknown": _unknown(doc),
         **_typed_columns(doc),
     }

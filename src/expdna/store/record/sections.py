@@ -23,6 +23,7 @@ from typing import Any
 from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, make_encoder
 from expdna.manifest.dna import DNA_VERSION, PROJECTIONS
+from expdna.manifest.family import has_seeds, is_seed_arg, without_seeds
 from expdna.manifest.model import DNA_SECTIONS
 from expdna.store.record.factsets import FactSet, split_section, strip_own
 from expdna.store.record.flatten import COLUMN_KEYS, flatten
@@ -86,6 +87,8 @@ class SectionMemo:
     _values: dict[tuple[str, ...], str] = field(default_factory=dict)
     _projections: dict[tuple[str, str], str] = field(default_factory=dict)
     _shared: dict[tuple[str, str], FactSet] = field(default_factory=dict)
+    #: The last config section projected and its projection, for the family digest.
+    _last_config: tuple[Any, Any] = (None, None)
 
     @staticmethod
     def keys(doc: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
@@ -109,12 +112,39 @@ class SectionMemo:
         """:func:`section_digest`, memoised on the projection: sections that differ only
         in what the DNA leaves out (a run's output directory) share one canonicalisation."""
         projection = PROJECTIONS[name](section)
+        if name == "config":
+            self._last_config = (section, projection)
+        return self._digest_of_projection(name, projection)
+
+    def _digest_of_projection(self, name: str, projection: Any) -> str:
         key = (name, _memo_key(to_json(projection)))  # plain JSON: split() checked it
         digest = self._projections.get(key)
         if digest is None:
             digest = hex_of(canonical_bytes(projection, drop_none_values=True))
             _bounded(self._projections)[key] = digest
         return digest
+
+    def family(self, doc: dict[str, Any], sections: dict[str, str]) -> str:
+        """The family digest of ``doc`` (expdna.manifest.family) from its section digests:
+        only ``config`` and ``training`` are projected again, without their seeds, and the
+        seedless projections of a seed sweep are one memo entry."""
+        if not has_seeds(doc):
+            return self.value(sections)
+        seedless = without_seeds(doc)
+        config = doc.get("config") or {}
+        section, projection = self._last_config
+        if section is config:
+            # Seed arguments are never per-run names or output roots, so leaving them out
+            # of the projection equals projecting the section without them.
+            args = projection.get("resolved_args") or {}
+            kept = {k: v for k, v in args.items() if not is_seed_arg(str(k))}
+            config_digest = self._digest_of_projection(
+                "config", {**projection, "resolved_args": kept}
+            )
+        else:
+            config_digest = self._projected_digest("config", seedless.get("config") or {})
+        training = self._projected_digest("training", seedless.get("training") or {})
+        return self.value({**sections, "config": config_digest, "training": training})
 
     def value(self, sections: dict[str, str]) -> str:
         """The DNA value over section digests (compute_dna's last step)."""
