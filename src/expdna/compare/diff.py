@@ -251,8 +251,8 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
 
     def in_dna(keys: Keys) -> bool:
         section = str(keys[0])
-        if keys[:2] == ("config", "dna_ignore"):
-            pass  # what the DNA leaves out: may change any section
+        if keys[:2] == ("config", "dna_ignore") or section == "unknown":
+            pass  # what the DNA leaves out, or which sections are unknown: any section
         elif section not in sections or sections[section].equal:
             return False
         elif per_section[section] == 1:
