@@ -119,12 +119,15 @@ def test_ignoring_the_seed_pools_the_seeds(runs: dict[str, Any]) -> None:
     target = manifests[3]  # seed 2: alone under its own DNA
     alone = run(runs["store"], "stability", _dna(target)[:12], "--json")
     assert json.loads(alone.stdout)["runs"] == [target.run_id]
-    # Only the argument: training.seeds.seed still tells the seeds apart.
-    half = run(runs["store"], "stability", _dna(target)[:12], SEEDS[0], SEEDS[1], "--json")
+    # Only the training field: the argument still tells the seeds apart.
+    half = run(runs["store"], "stability", _dna(target)[:12], SEEDS[2], SEEDS[3], "--json")
     assert half.returncode == 0, half.stderr
     assert json.loads(half.stdout)["runs"] == [target.run_id]
-    half_text = invoke(runs["store"], "stability", _dna(target)[:12], SEEDS[0], SEEDS[1])
+    half_text = invoke(runs["store"], "stability", _dna(target)[:12], SEEDS[2], SEEDS[3])
     assert f"pooled   1 DNA: {_dna(target)[:12]}\n" in half_text.stdout
+    # Only the argument: the training field derived from it goes with it, so it pools.
+    arg = run(runs["store"], "stability", _dna(target)[:12], SEEDS[0], SEEDS[1], "--json")
+    assert sorted(json.loads(arg.stdout)["runs"]) == sorted(m.run_id for m in manifests)
     pooled = run(
         runs["store"], "stability", _dna(target)[:12], *SEEDS, "--metric", "val_loss", "--json"
     )

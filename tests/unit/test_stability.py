@@ -158,7 +158,7 @@ def test_requested_metrics_only_and_missing_ones_named(store: Store) -> None:
     assert none.metrics == {} and none.runs and none.missing == ["bleu"]
 
 
-def test_seed_repeats_pool_only_when_both_seed_paths_are_ignored(store: Store) -> None:
+def test_seed_repeats_pool_when_the_seed_argument_is_ignored(store: Store) -> None:
     s1, s2, s3, other = record_docs(
         store,
         seed_doc(1, seed=1, val_loss=0.1),
@@ -170,9 +170,12 @@ def test_seed_repeats_pool_only_when_both_seed_paths_are_ignored(store: Store) -
     alone = stability(store, dna(s2)[:10], metrics=["val_loss"])
     assert alone.runs == [s2.run_id]
     assert alone.metrics["val_loss"].std is None
-    # The training collector copies the seed to training.seeds.seed: one path is not enough.
-    half = stability(store, dna(s2)[:10], ignore=[SEED_PATHS[0]])
+    # The training collector copies the seed to training.seeds.seed: that path alone is
+    # not enough, while the argument's path takes the derived training field with it.
+    half = stability(store, dna(s2)[:10], ignore=[SEED_PATHS[1]])
     assert half.runs == [s2.run_id] and half.unmatched == []
+    by_argument = stability(store, dna(s2)[:10], ignore=[SEED_PATHS[0]])
+    assert by_argument.runs == [s1.run_id, s2.run_id, s3.run_id]
     both = stability(store, dna(s2)[:10], ignore=SEED_PATHS, metrics=["val_loss"])
     assert both.dna == dna(s2)
     assert both.runs == [s1.run_id, s2.run_id, s3.run_id]  # not the other driver's run

@@ -196,7 +196,9 @@ def _widened(
 
     from expdna.store.index.models import SECTION_COLUMNS, Blob, Run
 
-    touched = frozenset().union(*(touched_sections(p) for p in patterns))
+    # A seed argument's pattern also removes the training field derived from it.
+    expanded = with_derived_seed_ignores(patterns)
+    touched = frozenset().union(*(touched_sections(p) for p in expanded))
     same = [SECTION_COLUMNS[s] == sections[s] for s in DNA_SECTIONS if s not in touched]
     # One stored manifest per distinct DNA (see the module doc: it stands for them all).
     candidates: dict[str, str] = {
