@@ -44,7 +44,8 @@ from expdna.manifest.dna import short
     "dna_ignore",
     multiple=True,
     metavar="GLOB",
-    help="Leave dotted paths matching GLOB out of the DNA, e.g. 'config.resolved_args.seed'.",
+    help="Leave dotted paths matching GLOB out of the DNA, e.g. 'config.resolved_args.seed' "
+    "(a seed argument's path also leaves out training.seeds.* derived from it).",
 )
 @click.option(
     "--deadline",

@@ -70,8 +70,8 @@ def render(report: Stability) -> list[str]:
     multiple=True,
     metavar="DOTTED.PATH",
     help="Also pool runs whose DNA differs only here (a dna_ignore glob, "
-    "repeatable). A seed is recorded twice: --ignore config.resolved_args.seed "
-    "--ignore training.seeds.seed.",
+    "repeatable). --ignore config.resolved_args.seed also ignores training.seeds.seed, "
+    "derived from it; --across-seeds pools every seed without naming one.",
 )
 @click.option(
     "--across-seeds",
