@@ -563,3 +563,33 @@ def test_track_forwards_lineage(elsewhere: Path, tmp_path: Path) -> None:
     assert json.loads(run.path.read_text())["lineage"] == [
         {"relation": "rerun_of", "parent": PARENT}
     ]
+
+
+def test_an_unknown_section_is_logged_and_strict_makes_it_a_warning_to_act_on(
+    elsewhere: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(ctx: CollectContext) -> dict[str, Any]:
+        raise OSError("NVML: Unknown Error")
+
+    def registry() -> Any:
+        found = default_registry(plugins=False)
+        found.add(Collector("broken", "hardware", broken))
+        return found
+
+    caplog.set_level(logging.WARNING, logger="expdna")
+    handle = start(_args(), output_dir=tmp_path, registry=registry(), caller_file=elsewhere)
+    assert handle is not None and handle.manifest is not None
+    assert handle.manifest.unknown == {
+        "hardware": "collector broken failed: OSError: NVML: Unknown Error"
+    }
+    assert any("section hardware is unknown" in line for line in _warnings(caplog))
+
+    with pytest.warns(expdna.IncompleteManifestWarning, match="section hardware is unknown"):
+        start(_args(), output_dir=tmp_path, registry=registry(), caller_file=elsewhere, strict=True)
+    # A caller that made the warning an error gets it, as Python's warnings promise.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", expdna.IncompleteManifestWarning)
+        with pytest.raises(expdna.IncompleteManifestWarning):
+            start(_args(), registry=registry(), caller_file=elsewhere, strict=True)
