@@ -1,17 +1,33 @@
 """The lazy command group: ``--help`` and ``--version`` load no command, and the listing
-``--help`` prints from :data:`expdna.cli.COMMANDS` says what the commands themselves say."""
+``--help`` prints from :data:`expdna.cli.COMMANDS` says what the commands themselves say.
+A read-only query loads only what it uses (benchmarks/cli_bench.py times them)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
 
 from expdna.cli import COMMANDS, cli, load_command
+from expdna.store import Store
+from tests.factories import dna, record_docs, synthetic_doc
 
 HEAVY = ("sqlalchemy", "pydantic", "expdna.store.facade", "expdna.manifest.model")
+#: What ``expdna twins RUN`` must not load: the manifest model, migrations, the record
+#: pipeline, the collectors and the comparison code are for other commands.
+NOT_FOR_QUERIES = (
+    "pydantic",
+    "expdna.manifest.model",
+    "expdna.manifest.dna",
+    "alembic",
+    "expdna.store.record",
+    "expdna.collectors",
+    "expdna.compare",
+)
 
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])
@@ -48,3 +64,34 @@ def test_help_lists_every_command_as_an_eager_group_would() -> None:
         lazy = cli.get_help(lazy_ctx)
     with click.Context(eager, info_name="expdna", **cli.context_settings) as eager_ctx:
         assert lazy == eager.get_help(eager_ctx)
+
+
+def _loaded_by(args: list[str], store: Path, names: tuple[str, ...]) -> tuple[str, list[str]]:
+    """Run ``expdna ARGS`` in a child process; its output and which of ``names`` it loaded."""
+    code = (
+        "import sys\n"
+        "from expdna.cli import cli\n"
+        "try:\n"
+        f"    cli({args!r}, prog_name='expdna')\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        f"loaded = [m for m in {names!r} if m in sys.modules]\n"
+        "print(','.join(loaded), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env["EXPDNA_STORE"] = str(store)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    return done.stdout, [name for name in done.stderr.strip().split(",") if name]
+
+
+def test_twins_of_a_run_loads_no_model_no_migrations_and_no_recorder(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    with Store.open(store_dir) as store:
+        first, _ = record_docs(store, synthetic_doc(0), synthetic_doc(1))
+        run_id = first.run_id
+    for args in (["twins", run_id], ["twins", dna(first)[:8], "--json"]):
+        out, loaded = _loaded_by(args, store_dir, NOT_FOR_QUERIES)
+        assert run_id in out
+        assert loaded == []

@@ -10,7 +10,6 @@ commands' own docstrings.
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import Any
 
 import click
@@ -18,7 +17,6 @@ from click.formatting import HelpFormatter
 
 from expdna import __version__
 from expdna.errors import ExpdnaError
-from expdna.store.config import StoreConfig
 
 #: name -> ("module:attribute", the first paragraph of the command's docstring).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -170,6 +168,11 @@ def cli(ctx: click.Context, store: str | None, index_url: str | None, verbose: i
     Exit codes: 0 success, 1 a negative answer (FAIL, differ, not found),
     2 usage error or invalid input.
     """
+    # Imported here, not at the top: `expdna --version` and `--help` exit before this runs.
+    import logging
+
+    from expdna.store.config import StoreConfig
+
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="expdna: %(levelname)s: %(message)s")
     ctx.obj = StoreConfig.resolve(store, index_url)

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.digest.refs import ref
-from expdna.manifest.dna import short
-from expdna.manifest.io import load_manifest, serialise
+from expdna.manifest.display import short
 from expdna.manifest.times import parse_time
 from expdna.store.entities import RunRecord, RunSummary, iso
+
+if TYPE_CHECKING:
+    from expdna.manifest.model import Manifest
 
 _COLUMNS = (
     ("RUN", 30),
@@ -120,6 +123,8 @@ def show_command(
         raise click.UsageError("--inline, --manifest and --json exclude each other")
     with open_store(config) as store:
         if inline or as_stored:
+            from expdna.manifest.io import serialise
+
             click.echo(serialise(store.show(ref, inline=inline)), nl=False)
             return
         record = store.get(ref)
@@ -192,7 +197,12 @@ def twins_command(
     A run whose manifest marks a section unknown (a collector failed or missed its deadline)
     is listed with "unknown: SECTION"; such runs share a DNA only with runs equally incomplete.
     """
-    target = load_manifest(ref) if os.path.isfile(ref) or ref.endswith(".json") else ref
+    target: str | Manifest = ref
+    if os.path.isfile(ref) or ref.endswith(".json"):
+        # Only a manifest file loads the model (pydantic): a run id or DNA prefix does not.
+        from expdna.manifest.io import load_manifest
+
+        target = load_manifest(ref)
     with open_store(config) as store:
         runs = store.twins(target, across_seeds=across_seeds)
     emit_runs(ctx, runs, as_json)

@@ -17,6 +17,8 @@ from typing import Any
 
 from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, drop_none, normalise
+from expdna.manifest.display import SHORT_LENGTH as SHORT_LENGTH
+from expdna.manifest.display import short as short
 from expdna.manifest.model import DNA_SECTIONS, Dna, Manifest
 from expdna.manifest.redact import REDACTED_MARK
 
@@ -27,7 +29,6 @@ def _glob(patterns: Iterable[str]) -> re.Pattern[str]:
 
 
 DNA_VERSION = 1
-SHORT_LENGTH = 12
 
 # Resolved-arg names (lowercase, "-" read as "_") that name one run rather than its setup.
 PER_RUN_ARGS: tuple[str, ...] = (
@@ -449,8 +450,3 @@ def dna_value(sections: Mapping[str, str]) -> str:
 def section_digest(name: str, section: Mapping[str, Any]) -> str:
     """One section's digest for a document without ``dna_ignore`` or ``unknown``."""
     return hex_of(canonical_bytes(PROJECTIONS[name](section), drop_none_values=True))
-
-
-def short(dna_value: str) -> str:
-    """The DNA as shown to people: its first 12 hex characters."""
-    return dna_value[:SHORT_LENGTH]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, Connection, Row, Select, and_, or_, select, union_all
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import short
+from expdna.manifest.display import short
 from expdna.manifest.runid import RUN_ID
 from expdna.store.entities import RunRecord, RunSummary
 from expdna.store.errors import (
@@ -34,7 +34,6 @@ from expdna.store.index.models import (
     Run,
     RunFactSet,
 )
-from expdna.store.record.flatten import query_value
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -219,6 +218,9 @@ def filtered(
             return None
         alternatives: list[ColumnElement[bool]] = [c == condition.value for c in columns]
         if ids:
+            # The record pipeline's value form, loaded only by a query that filters on facts.
+            from expdna.store.record.flatten import query_value
+
             value_ids = select(FactValue.id).where(
                 FactValue.path_id.in_(ids), FactValue.value == query_value(condition.value)
             )
