@@ -28,6 +28,8 @@ NOT_FOR_QUERIES = (
     "expdna.collectors",
     "expdna.compare",
 )
+#: On a local SQLite index, ``twins`` needs the standard library's sqlite3 alone.
+NOT_FOR_LOCAL_QUERIES = (*NOT_FOR_QUERIES, "sqlalchemy", "expdna.store.facade")
 
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])
@@ -92,6 +94,6 @@ def test_twins_of_a_run_loads_no_model_no_migrations_and_no_recorder(tmp_path: P
         first, _ = record_docs(store, synthetic_doc(0), synthetic_doc(1))
         run_id = first.run_id
     for args in (["twins", run_id], ["twins", dna(first)[:8], "--json"]):
-        out, loaded = _loaded_by(args, store_dir, NOT_FOR_QUERIES)
+        out, loaded = _loaded_by(args, store_dir, NOT_FOR_LOCAL_QUERIES)
         assert run_id in out
         assert loaded == []

@@ -16,14 +16,16 @@ from sqlalchemy import Connection, inspect, text
 from expdna.store.errors import IndexRevisionError
 from expdna.store.index.engine import Index, shown
 
+# The newest revision in expdna/migrations/versions (a test holds it equal to alembic's).
+from expdna.store.index.revision import HEAD as HEAD
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
 log = logging.getLogger(__name__)
 
 SCRIPT_LOCATION = "expdna:migrations"
-#: The newest revision in expdna/migrations/versions (a test holds this equal to alembic's).
-HEAD = "5d88e8697123"
+
 #: Any integer: serialises concurrent upgrades of one PostgreSQL index.
 _PG_LOCK = 0x65787064
 
