@@ -97,3 +97,8 @@ def test_twins_of_a_run_loads_no_model_no_migrations_and_no_recorder(tmp_path: P
         out, loaded = _loaded_by(args, store_dir, NOT_FOR_LOCAL_QUERIES)
         assert run_id in out
         assert loaded == []
+        # Through SQLAlchemy (any --index-url), still no model, migrations or recorder.
+        url = ["--index-url", f"sqlite:///{store_dir / 'index.sqlite'}"]
+        out, loaded = _loaded_by([*url, *args], store_dir, NOT_FOR_QUERIES)
+        assert run_id in out
+        assert loaded == []
