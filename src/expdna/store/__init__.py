@@ -7,14 +7,16 @@ Modules, in the order data flows through them:
 - ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth) and
   ``blobwriter`` (the process that writes a batch's blobs while the next is checked).
 - ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``
-  (the index tables), ``migrate`` (alembic, shipped in ``expdna/migrations``), ``bulk``
+  (the index tables), ``revision`` (the schema revision, light), ``migrate`` (alembic,
+  shipped in ``expdna/migrations``), ``bulk``
   (``insert_ignore`` and fast insert-if-absent, bulk inserts, and the one ``chunks`` for
   IN lists and batches) and ``intern`` (path, value and fact-set ids).
 - ``record/``: ``prepare`` (a manifest checked into blobs, a row and facts), ``storeform``
   (the store form of a manifest), ``sections`` (work per distinct section), ``factsets``
   (shared facts of a repeated section), ``flatten`` (a manifest as facts), ``recorder``
   (blobs then rows, batch by batch) and ``write`` (a batch's rows).
-- Queries: ``queries`` (resolve, list, twins, find), ``lineage``, ``pins`` and
+- Queries: ``queries`` (resolve, list, twins, find), ``quickread`` (twins on a local
+  SQLite index with the standard library alone), ``lineage``, ``pins`` and
   ``checkpoints`` (checkpoints bound to runs), ``metrics`` (metrics added later),
   ``stability`` (metric spread across repeats), ``export`` (Parquet), ``maintenance``
   (fsck, gc).
