@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
+from tests.factories import EXPDNA
+
 ECHO = (
     "import os, sys; "
     "sys.stdout.buffer.write(os.fsencode(sys.argv[1]) + b'|' + os.environb[b'NCCL_SOCKET_IFNAME'])"
@@ -36,7 +35,9 @@ def test_non_utf8_argv_env_and_cwd_are_recorded_losslessly(repo: Path, tmp_path:
     done = run(
         odd,
         "generate", "--output", str(out), "--json", "--",
-        sys.executable, "-c", ECHO, b"\xff\xfe-word", "--name", b"caf\xe9",
+        # By name, not sys.executable: a path under $HOME is recorded as <HOME>/... and rerun
+        # --confirm would rightly refuse it until filled in by hand.
+        "python3", "-c", ECHO, b"\xff\xfe-word", "--name", b"caf\xe9",
         env={b"NCCL_SOCKET_IFNAME": b"eth\xff0"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode(errors="replace")

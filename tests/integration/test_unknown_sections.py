@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-EXPDNA = shutil.which("expdna") or str(Path(sys.executable).with_name("expdna"))
+from tests.factories import EXPDNA
 
 
 def expdna(cwd: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess[str]:
