@@ -22,6 +22,7 @@ from expdna.manifest.build import build_manifest
 from expdna.manifest.family import with_derived_seed_ignores
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import DNA_SECTIONS, Manifest
+from expdna.regular import check_output
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,9 @@ def generate(
     target = Path(output) if output is not None else None
     if target is not None and not target.is_dir() and not target.parent.is_dir():
         raise InvalidInputError(f"{target.parent}: output directory does not exist")
+    if target is not None and not target.is_dir():
+        # refused before collecting: a device or FIFO is never replaced by the manifest
+        check_output(target)
     manifest = collect(
         argv,
         cwd=cwd,

@@ -41,6 +41,12 @@ class ManifestTooLargeError(ExpdnaError):
     exit_code = 2
 
 
+class WriteError(ExpdnaError):
+    """An output file cannot be written (permissions, a full disk); the old one is kept."""
+
+    exit_code = 2
+
+
 class NotFoundError(ExpdnaError):
     """A negative answer: the thing asked for does not exist."""
 

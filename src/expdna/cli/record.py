@@ -56,11 +56,12 @@ def record_command(
         raise click.UsageError("give MANIFEST files or --scan DIR (one of them)")
     if scan is not None and not scan.is_dir():
         raise click.BadParameter(f"{scan}: no such directory", param_hint="--scan")
+    # files are read before the store is opened: a bad one leaves no store behind
+    loaded = [load_manifest(path) for path in manifests]
     with open_store(config) as store:
         if scan is not None:
             results = list(store.scan(scan))
         else:
-            loaded = [load_manifest(path) for path in manifests]
             # one batch: every file is checked before anything is written
             results = store.record_many(
                 loaded, sources=[str(p) for p in manifests], batch_size=len(loaded)

@@ -6,16 +6,18 @@ import contextlib
 import json
 import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from expdna.errors import ManifestError, ManifestTooLargeError
+from expdna.errors import ManifestError, ManifestTooLargeError, WriteError
 from expdna.manifest.canonical import normalise
 from expdna.manifest.model import Manifest
 from expdna.manifest.versioning import check_version, normalise_legacy
+from expdna.regular import NotRegularFileError, check_output, open_regular
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,11 @@ MAX_READ_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 #: Inline patch text kept when the file would exceed the cap (the digest covers the rest).
 _TRUNCATION_NOTE = "\n[... truncated by expdna: {size} bytes in all, digest {digest}]\n"
+
+
+#: A JSON \u escape of a UTF-16 surrogate (pairs decode fine; lone ones are found after).
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _DuplicateKey(ValueError):
@@ -88,7 +95,34 @@ def parse_json(data: bytes, source: str) -> dict[str, Any]:
         raise ManifestError(source, f"expected a JSON object, found {type(doc).__name__}")
     if _depth(doc, MAX_DEPTH) > MAX_DEPTH:
         raise ManifestError(source, f"nested deeper than {MAX_DEPTH} levels")
+    # json.loads accepts an escaped lone surrogate ("\ud800") that no UTF-8 can hold: hashing,
+    # the index and any writer would fail on it later. Only escapes can make one.
+    if _ESCAPED_SURROGATE.search(text):
+        where = _lone_surrogate(doc)
+        if where is not None:
+            shown = where.encode("utf-8", "backslashreplace").decode("utf-8")  # a key may hold it
+            raise ManifestError(
+                source, f"invalid JSON: lone surrogate in {shown} (not valid Unicode)"
+            )
     return doc
+
+
+def _lone_surrogate(doc: dict[str, Any]) -> str | None:
+    """The dotted path of the first key or string holding a lone surrogate, or None."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        path, node = stack.pop()
+        items = node.items() if type(node) is dict else enumerate(node)
+        for key, value in items:
+            here = f"{path}.{key}" if path else str(key)
+            if type(key) is str and _SURROGATE.search(key):
+                return here
+            if type(value) is str:
+                if _SURROGATE.search(value):
+                    return here
+            elif type(value) is dict or type(value) is list:
+                stack.append((here, value))
+    return None
 
 
 def _first_error(exc: ValidationError) -> str:
@@ -112,8 +146,13 @@ def load_manifest(path: str | os.PathLike[str]) -> Manifest:
     """Read and validate a manifest file; :class:`ManifestError` says what is wrong."""
     source = os.fspath(path)
     try:
-        with open(source, "rb") as fh:
+        # a FIFO or a device is refused before reading: a read there can block forever
+        with open(open_regular(source), "rb") as fh:
             data = fh.read(MAX_READ_BYTES + 1)
+    except NotRegularFileError as exc:
+        if exc.kind == "a directory":
+            raise ManifestError(source, "is a directory, not a manifest file") from None
+        raise ManifestError(source, f"not a regular file ({exc.kind})") from None
     except FileNotFoundError:
         raise ManifestError(source, "no such file") from None
     except IsADirectoryError:
@@ -220,7 +259,12 @@ def _free_text(doc: dict[str, Any]) -> list[tuple[str, Any, Any]]:
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so a reader sees the old file or the new one, never half."""
     directory = path.parent
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    # os.replace onto a device node or FIFO would swap the node itself for this file
+    check_output(path)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write: {exc.strerror}") from None
     try:
         # mkstemp makes the file 0600; a manifest is meant to be shared like any file.
         os.fchmod(fd, 0o666 & ~_umask())
@@ -229,9 +273,11 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise WriteError(f"{path}: cannot write: {exc.strerror}") from None
         raise
     if os.name == "posix":
         dir_fd = os.open(directory, os.O_RDONLY)

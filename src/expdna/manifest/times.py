@@ -17,5 +17,10 @@ def parse_time(value: str, what: str) -> datetime:
     except ValueError:
         raise InvalidInputError(f"{what}: {value!r} is not an ISO 8601 date or time") from None
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        try:
+            moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is before the year 1 in UTC
+            raise InvalidInputError(
+                f"{what}: {value!r} is out of range (years 1 to 9999 in UTC)"
+            ) from None
     return moment

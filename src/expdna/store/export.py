@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, select
 
-from expdna.errors import InvalidInputError
+from expdna.errors import InvalidInputError, WriteError
+from expdna.regular import check_output
 from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import SECTION_COLUMNS, Metric, Run
@@ -105,6 +106,8 @@ def _check_target(path: Path) -> None:
         raise InvalidInputError(f"{path}: is a directory; give a file name for the export")
     if not path.parent.is_dir():
         raise InvalidInputError(f"{path.parent}: no such directory")
+    # os.replace onto a device node or FIFO would swap the node itself for the export
+    check_output(path)
 
 
 def export_parquet(
@@ -125,7 +128,10 @@ def export_parquet(
         *(c.label(n) for n, c in _TEXT_COLUMNS.items()),
         *(c.label(n) for n, c in _TIME_COLUMNS.items()),
     ]
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+    try:
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
+    except OSError as exc:
+        raise WriteError(f"{path}: cannot write: {exc.strerror}") from None
     os.close(fd)
     count = 0
     try:
