@@ -8,7 +8,8 @@ Module map, in layers from the bottom up; a module imports only from its own lay
 ones below it:
 
 - ``errors`` (one error tree with exit codes), ``filesystems`` (which filesystem holds a
-  path: network and overlay mounts).
+  path: network and overlay mounts), ``regular`` (opening only regular files, never
+  blocking on a FIFO, and refusing to write over anything else).
 - ``digest/``: ``hashing`` (BLAKE3 digests that carry their algorithm), ``cache`` (the
   stat-keyed digest cache), ``refs`` (``blake3:`` references users pass in).
 - ``manifest/``: the document and every rule about it: ``model`` (pydantic models),
