@@ -58,10 +58,12 @@ block rerun-ok;   run "env -u HF_TOKEN expdna rerun manifests/c.json --confirm"
 block diff-code;  run "expdna diff manifests/a.json manifests/c.json"
 
 block err-usage;  run "expdna rerun manifests/c.json"
-block err-v2;     run "sed 's/\"schema_version\": \"1.0\"/\"schema_version\": \"2.0\"/' manifests/c.json > v2.json && expdna check v2.json"
+block err-v2;     run "sed 's/\"schema_version\": \"1.1\"/\"schema_version\": \"2.0\"/' manifests/c.json > v2.json && expdna check v2.json"
 block err-noversion; run "grep -v schema_version manifests/c.json > noversion.json && expdna diff noversion.json manifests/c.json"
 block err-cut;    run "head -c 300 manifests/c.json > cut.json && expdna check cut.json"
 block err-missing; run "expdna check manifests/nope.json"
+block err-fifo;   run "mkfifo pipe.json && expdna check pipe.json"
+block err-device; run "mknod null-here c 1 3 && expdna generate -o null-here > /dev/null; ls -l null-here | cut -c1"
 block err-outdir; run "expdna generate -o /nonexistent/dir/m.json"
 block legacy;     run "printf '{\"schema_version\": \"1.0\", \"run_id\": \"20250101_000000_nogit_abcd\", \"generated_at\": \"2025-01-01T00:00:00Z\", \"cli_args\": [\"python\", \"train.py\", \"--lr\", \"0.1\"]}' > legacy.json && expdna rerun legacy.json --dry-run"
 rm -f v2.json noversion.json cut.json legacy.json
