@@ -42,7 +42,10 @@ def run(store: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _collect(repo: Path, seed: int, val_loss: float) -> Manifest:
-    manifest = expdna.collect(["python", "train.py", "--lr", "3e-4", "--seed", str(seed)], cwd=repo)
+    # A generous deadline: on a loaded machine a collector that misses the default 4 s leaves
+    # its section unknown, and then (rightly) another DNA.
+    argv = ["python", "train.py", "--lr", "3e-4", "--seed", str(seed)]
+    manifest = expdna.collect(argv, cwd=repo, deadline_s=60)
     doc = manifest.to_dict()
     doc["metrics"] = {"val_loss": val_loss, "epochs": 3}
     return Manifest.model_validate(doc)
