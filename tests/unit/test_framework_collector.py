@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -220,14 +219,17 @@ def test_dotted_versions(raw: object, dotted: str | None) -> None:
 
 
 def test_version_py_constants_only_when_literal() -> None:
-    tree = ast.parse(
+    text = (
         "from typing import Optional\n"
         "__version__ = '2.5.1+cu124'\n"
-        "cuda: Optional[str] = '12.4'\n"
+        'cuda: Optional[str] = "12.4"  # the build\n'
         "git_version = compute()\n"
         "hip = None\n"
+        "debug = False\n"
+        "rocm = 'a' + 'b'\n"
     )
-    assert _literal_assignments(tree, ("cuda", "git_version", "hip")) == {
+    assert _literal_assignments(text, ("cuda", "git_version", "hip", "debug", "rocm")) == {
         "cuda": "12.4",
         "hip": None,
+        "debug": False,
     }

@@ -271,3 +271,26 @@ def test_generate_with_a_hanging_git_finishes_near_the_deadline(tmp_path: Path, 
         for pid in sleepers:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_cpythons_ast_thread_race_is_retried_once_and_other_system_errors_are_not() -> None:
+    calls: list[int] = []
+
+    def racy(ctx: CollectContext) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 1:  # what CPython < 3.11.8 raises under concurrent compiles
+            raise SystemError("AST constructor recursion depth mismatch (before=30, after=24)")
+        return {"gpu_count": 0}
+
+    def broken(ctx: CollectContext) -> dict[str, Any]:
+        raise SystemError("something else")
+
+    out = run_collectors(
+        CollectContext(),
+        [Collector("racy", "hardware", racy), Collector("broken", "hardware", broken)],
+        deadline_s=5,
+    )
+    assert out["racy"].status == "ok" and out["racy"].section == {"gpu_count": 0}
+    assert len(calls) == 2
+    assert out["broken"].status == "failed"
+    assert out["broken"].warnings == ["SystemError: something else"]

@@ -15,9 +15,9 @@ Section ``environment``, key ``framework``::
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import logging
+import re
 import sys
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -54,27 +54,43 @@ def torch_build() -> dict[str, Any] | None:
     for location in locations:
         path = Path(location) / "version.py"
         try:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-        except (OSError, SyntaxError, ValueError):
+            text = path.read_text(encoding="utf-8")
+        except (OSError, ValueError):
             continue
-        return _literal_assignments(tree, _BUILD_NAMES)
+        return _literal_assignments(text, _BUILD_NAMES)
     return None
 
 
-def _literal_assignments(tree: ast.Module, names: tuple[str, ...]) -> dict[str, Any]:
+#: ``name = literal`` or ``name: type = literal`` on one line, as torch's generated
+#: version.py writes its constants.
+_ASSIGNMENT = re.compile(r"^([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*(.+?)\s*(?:#.*)?$")
+_STRING = re.compile(r"""^(?:'([^'\\]*)'|"([^"\\]*)")$""")
+_SCALARS: dict[str, Any] = {"None": None, "True": True, "False": False}
+
+
+def _literal_assignments(text: str, names: tuple[str, ...]) -> dict[str, Any]:
+    """Literal values assigned to ``names``, read line by line, never through ``ast``.
+
+    CPython before 3.11.8 keeps one AST recursion counter for all threads (gh-106905), so
+    parsing in a collector's thread could fail another thread's import; and only plain
+    strings, ``None``, booleans and integers are wanted here. A value computed at import
+    time is not knowable without running it, and is left out.
+    """
     found: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        else:
+    for line in text.splitlines():
+        match = _ASSIGNMENT.match(line)
+        if match is None or match.group(1) not in names:
             continue
-        if isinstance(target, ast.Name) and target.id in names:
-            try:
-                found[target.id] = ast.literal_eval(value)
-            except ValueError:
-                continue  # computed at import time: not knowable without running it
+        value = match.group(2)
+        string = _STRING.match(value)
+        if string is not None:
+            found[match.group(1)] = (
+                string.group(1) if string.group(1) is not None else string.group(2)
+            )
+        elif value in _SCALARS:
+            found[match.group(1)] = _SCALARS[value]
+        elif re.fullmatch(r"-?\d+", value):
+            found[match.group(1)] = int(value)
     return {name: found[name] for name in names if name in found}
 
 

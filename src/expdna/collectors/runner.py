@@ -112,10 +112,26 @@ class Outcome:
         }
 
 
+#: CPython before 3.11.8 keeps one AST recursion counter for every thread (gh-106905): a
+#: module compiled in one collector's thread while another thread compiles can fail with
+#: this SystemError, which says nothing about the source. Such a call is made once more.
+_AST_RACE = "AST constructor recursion depth mismatch"
+
+
+def _guarded(collector: Collector, ctx: CollectContext) -> dict[str, Any]:
+    try:
+        return collector.fn(ctx)
+    except SystemError as exc:
+        if _AST_RACE not in str(exc):
+            raise
+        log.info("collector %s hit CPython's AST thread race (gh-106905); again", collector.name)
+        return collector.fn(ctx)
+
+
 def _call(collector: Collector, ctx: CollectContext) -> Outcome:
     start = time.perf_counter()
     try:
-        section = collector.fn(ctx)
+        section = _guarded(collector, ctx)
         status, warnings = "ok", []
     except NotAvailable as exc:
         section, status, warnings = {}, "skipped", [str(exc)] if str(exc) else []

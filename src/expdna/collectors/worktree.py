@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from expdna.collectors.config import parse_args
 from expdna.collectors.context import CollectContext
 from expdna.digest import hash_file
 
@@ -69,8 +70,8 @@ def output_roots(ctx: CollectContext) -> list[Path]:
     """Where this run writes: ``ctx.output_roots``, ``$EXPDNA_STORE``, and the values of
     per-run path arguments (``--output-dir``, ``--save-dir``: the ones the DNA leaves out).
     """
-    # Imported here: the DNA rules are the manifest layer's, read once per collection.
-    from expdna.collectors.config import parse_args
+    # Imported here to keep the collectors free of pydantic at import; api.collect has
+    # loaded it already, so no collector thread compiles it (see runner on gh-106905).
     from expdna.manifest.dna import is_per_run_arg
 
     args = ctx.resolved_args if ctx.resolved_args is not None else parse_args(ctx.argv)
