@@ -45,6 +45,6 @@ def export_command(
 
     filters = [parse_where(w) for w in where]
     moment = parse_time(since, "--since") if since is not None else None
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         count = store.export_parquet(parquet, where=filters, since=moment)
     click.echo(f"exported {count} runs to {parquet}")

@@ -51,7 +51,7 @@ def lineage_command(config: StoreConfig, ref: str, as_json: bool) -> None:
     Relations: resumed_from, rerun_of, derived_from; from the manifest's `lineage` list
     or `expdna link`. Exit 1 when the run is unknown.
     """
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         report = store.lineage(ref)
     if as_json:
         emit_json([edge.to_dict() for edge in (*report.ancestors, *report.descendants)])

@@ -82,7 +82,7 @@ def which_command(config: StoreConfig, target: str, as_json: bool) -> None:
     MATCHES says whether the file still holds the pinned bytes (the pinned path, when
     asked by name). Exit 1 when no run pinned it.
     """
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         found = store.which(target)
     if not found:
         raise NotFoundError(f"not found: no recorded run pinned {target!r}")

@@ -121,7 +121,7 @@ def show_command(
     """
     if sum((inline, as_stored, as_json)) > 1:
         raise click.UsageError("--inline, --manifest and --json exclude each other")
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         if inline or as_stored:
             from expdna.manifest.io import serialise
 
@@ -169,7 +169,7 @@ def runs_command(
 
     filters = [parse_where(w) for w in where]
     moment = parse_time(since, "--since") if since is not None else None
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         runs = store.runs(
             dna_prefix=dna_prefix, where=filters, since=moment, limit=limit + 1 if limit else None
         )
@@ -211,7 +211,7 @@ def twins_command(
         if quick is not None:
             emit_runs(ctx, quick, as_json)
             return
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         runs = store.twins(target, across_seeds=across_seeds)
     emit_runs(ctx, runs, as_json)
 
@@ -256,6 +256,6 @@ def find_command(
     filters += [parse_where(w) for w in where]
     if not filters:
         raise click.UsageError("give at least one filter (--vbios, --driver, ..., --where)")
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         runs = store.find(*filters, limit=limit)
     emit_runs(ctx, runs, as_json)

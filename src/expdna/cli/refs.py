@@ -45,7 +45,7 @@ def _open(config: StoreConfig, missing: str) -> Store:
             f"{missing}: no such file, and no store at {root} to look it up in "
             "(--store DIR or EXPDNA_STORE)"
         )
-    return Store.from_config(config)
+    return Store.from_config(config, read_only=True)
 
 
 def load_manifests(refs: Sequence[str], config: StoreConfig) -> list[Manifest]:

@@ -94,7 +94,7 @@ def stability_command(
     """
     from expdna.store.stability import stability
 
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         report = stability(
             store, ref, metrics=metric_names, ignore=ignore, across_seeds=across_seeds
         )

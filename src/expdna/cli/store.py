@@ -22,11 +22,15 @@ __all__ = ["StoreConfig", "fsck_command", "gc_command", "open_store", "pass_conf
 pass_config = click.make_pass_decorator(StoreConfig)
 
 
-def open_store(config: StoreConfig, *, checked: bool = True) -> Store:
-    """The store ``config`` names; ``checked=False`` skips the revision check."""
+def open_store(config: StoreConfig, *, checked: bool = True, read_only: bool = False) -> Store:
+    """The store ``config`` names; ``checked=False`` skips the revision check.
+
+    ``read_only``: for a query, which must create and change nothing: a missing store is
+    an error (exit 2), and the index is opened read-only (:meth:`Store.open_for_reading`).
+    """
     from expdna.store.facade import Store
 
-    return Store.from_config(config, checked=checked)
+    return Store.from_config(config, checked=checked, read_only=read_only)
 
 
 @click.command("fsck")
@@ -38,7 +42,7 @@ def fsck_command(ctx: click.Context, config: StoreConfig) -> None:
     Exit 0 when the store is consistent, 1 naming each problem otherwise. Unreferenced
     objects (left by a recorder that stopped early) are not problems: `expdna gc` removes them.
     """
-    with open_store(config) as store:
+    with open_store(config, read_only=True) as store:
         report = store.fsck()
     for problem in report.problems:
         click.echo(f"problem: {problem}")

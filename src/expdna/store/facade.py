@@ -38,7 +38,16 @@ from expdna.store.entities import (
 from expdna.store.errors import RunConflictError, StoreError
 from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index, open_index, shown
-from expdna.store.index.migrate import HEAD, current_revision, ensure_current, upgrade
+from expdna.store.index.engine import index_url as resolved_url
+from expdna.store.index.migrate import (
+    HEAD,
+    current_revision,
+    ensure_current,
+    revision,
+    upgradable,
+    upgrade,
+)
+from expdna.store.index.readonly import writable
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.queries import Filter
 
@@ -133,10 +142,14 @@ class Store:
         mounts_file: Path = DEFAULT_MOUNTS,
         upgrade: bool | None = None,
         checked: bool = True,
+        read_only: bool = False,
     ) -> Store:
         """The store ``config`` names, as :meth:`open` (``checked=False``:
-        :meth:`open_unchecked`, no directory made and no revision check)."""
+        :meth:`open_unchecked`, no directory made and no revision check;
+        ``read_only=True``: :meth:`open_for_reading`)."""
         root = config.root
+        if read_only:
+            return cls._for_reading(config, mounts_file=mounts_file, upgrade=upgrade)
         if not checked:
             return cls(root, open_index(root, config.index_url, mounts_file=mounts_file))
         try:
@@ -156,6 +169,56 @@ class Store:
             index.dispose()
             raise
         return store
+
+    @classmethod
+    def open_for_reading(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        index_url: str | None = None,
+        *,
+        mounts_file: Path = DEFAULT_MOUNTS,
+    ) -> Store:
+        """Open an existing store for queries, creating and changing nothing.
+
+        A missing store is a :class:`StoreError` ("no store at PATH"), and the SQLite index
+        is opened read-only, so a store the user cannot write answers too. An SQLite index
+        behind this expdna is still upgraded, as :meth:`open` does, when it can be written.
+        """
+        config = StoreConfig.resolve(path, index_url)
+        return cls._for_reading(config, mounts_file=mounts_file, upgrade=None)
+
+    @classmethod
+    def _for_reading(cls, config: StoreConfig, *, mounts_file: Path, upgrade: bool | None) -> Store:
+        root = config.root
+        resolved = resolved_url(root, config.index_url)
+        database = Path(str(resolved.database)) if resolved.drivername == "sqlite" else None
+        if database is not None and not database.is_file():
+            where = f"store at {root}" if config.index_url is None else f"index at {database}"
+            raise StoreError(f"no {where}")
+        index = open_index(root, config.index_url, mounts_file=mounts_file, read_only=True)
+        try:
+            auto = index.dialect == "sqlite" if upgrade is None else upgrade
+            found = revision(index)
+            if auto and upgradable(found):
+                index.dispose()
+                if database is not None and not writable(database):
+                    raise StoreError(
+                        f"index {database} is at revision {found or '(empty)'}, this expdna "
+                        f"needs {HEAD}, and it is read-only here: upgrade it where it can be "
+                        "written (`expdna db upgrade`) or use the expdna that recorded it"
+                    )
+                writer = open_index(root, config.index_url, mounts_file=mounts_file)
+                try:
+                    ensure_current(writer, auto_upgrade=True)
+                finally:
+                    writer.dispose()
+                index = open_index(root, config.index_url, mounts_file=mounts_file, read_only=True)
+            elif found != HEAD:
+                ensure_current(index, auto_upgrade=False)  # says why, and how to upgrade
+        except BaseException:
+            index.dispose()
+            raise
+        return cls(root, index)
 
     def close(self) -> None:
         self.index.dispose()

@@ -3,7 +3,8 @@
 A read-only query is a whole process: importing SQLAlchemy and the index models costs
 several times what the query does (``benchmarks/cli_bench.py``). For a store whose index is
 the local SQLite file at this expdna's revision, ``twins`` is answered here: the file opened
-read-only (``mode=ro``), one fixed SQL statement, rows into the same :class:`RunSummary`.
+read-only (:mod:`expdna.store.index.readonly`), one fixed SQL statement, rows into the same
+:class:`RunSummary`.
 
 Only the plain case is answered: a run id that exists, or a DNA prefix that names exactly
 one DNA. Anything else (a PostgreSQL index, another revision, an unknown run, an ambiguous
@@ -20,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from expdna.store.entities import RunSummary
+from expdna.store.index.readonly import read_only_uri
 from expdna.store.index.revision import HEAD
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ def _open(database: Path) -> sqlite3.Connection | None:
     if not database.is_file():
         return None
     try:
-        conn = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True, timeout=2.0)
+        conn = sqlite3.connect(read_only_uri(database), uri=True, timeout=2.0)
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlite3.Error as exc:
         log.debug("quick read of %s not possible: %s", database, exc)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from expdna.errors import InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS, network_fstype
 from expdna.store import SQLITE_NAME
 from expdna.store.errors import IndexUnavailableError, NetworkFilesystemError
+from expdna.store.index.readonly import read_only_uri
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +79,17 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     try:
         cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+    finally:
+        cursor.close()
+
+
+def _on_sqlite_connect_read_only(dbapi_connection: Any, _record: Any) -> None:
+    # As _on_sqlite_connect, less the journal mode: setting it may write the file.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
@@ -166,8 +179,19 @@ def _transient(exc: DBAPIError) -> bool:
 _PG_CONNECT_ARGS = {"prepare_threshold": None}
 
 
-def open_index(store_dir: Path, url: str | None, *, mounts_file: Path = DEFAULT_MOUNTS) -> Index:
-    """An engine for the store's index; refuses an SQLite index on a network filesystem."""
+def open_index(
+    store_dir: Path,
+    url: str | None,
+    *,
+    mounts_file: Path = DEFAULT_MOUNTS,
+    read_only: bool = False,
+) -> Index:
+    """An engine for the store's index; refuses an SQLite index on a network filesystem.
+
+    ``read_only``: an SQLite index is opened read-only (see
+    :mod:`expdna.store.index.readonly`) and nothing is created; the caller checks the file
+    exists. PostgreSQL is opened as usual: the server enforces what a user may change.
+    """
     resolved = index_url(store_dir, url)
     if resolved.drivername == "sqlite":
         database = Path(str(resolved.database))
@@ -179,9 +203,19 @@ def open_index(store_dir: Path, url: str | None, *, mounts_file: Path = DEFAULT_
                 "PostgreSQL with --index-url postgresql+psycopg://USER@HOST/DB "
                 "(or EXPDNA_INDEX_URL)"
             )
-        database.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(resolved, connect_args={"timeout": BUSY_TIMEOUT_S})
-        event.listen(engine, "connect", _on_sqlite_connect)
+        if read_only:
+            uri = read_only_uri(database)
+            engine = create_engine(
+                resolved,
+                creator=lambda: sqlite3.connect(
+                    uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+                ),
+            )
+            event.listen(engine, "connect", _on_sqlite_connect_read_only)
+        else:
+            database.parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(resolved, connect_args={"timeout": BUSY_TIMEOUT_S})
+            event.listen(engine, "connect", _on_sqlite_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
     else:
         try:

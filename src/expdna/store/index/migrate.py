@@ -73,6 +73,17 @@ def upgrade(index: Index) -> tuple[str | None, str]:
     return before, HEAD
 
 
+def revision(index: Index) -> str | None:
+    """The index's revision (None: no expdna tables), in a read transaction."""
+    with index.read() as conn:
+        return current_revision(conn)
+
+
+def upgradable(found: str | None) -> bool:
+    """Whether an index at ``found`` is behind this expdna (and so can be upgraded)."""
+    return found != HEAD and (found is None or _known(found))
+
+
 def ensure_current(index: Index, *, auto_upgrade: bool) -> None:
     """Check the index is at :data:`HEAD`; upgrade it when allowed, else say how."""
     with index.read() as conn:
