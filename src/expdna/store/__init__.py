@@ -7,7 +7,8 @@ Modules, in the order data flows through them:
 - ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth) and
   ``blobwriter`` (the process that writes a batch's blobs while the next is checked).
 - ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``
-  (the index tables), ``revision`` (the schema revision, light), ``migrate`` (alembic,
+  (the index tables), ``revision`` (the schema revision, light), ``readonly`` (opening
+  SQLite for reading only), ``migrate`` (alembic,
   shipped in ``expdna/migrations``), ``bulk``
   (``insert_ignore`` and fast insert-if-absent, bulk inserts, and the one ``chunks`` for
   IN lists and batches) and ``intern`` (path, value and fact-set ids).
