@@ -189,6 +189,8 @@ def arg_name(k):  # "--Output-Dir" was stored as "Output-Dir": compare as "outpu
 
 def config(sec):
     args = sec.get("resolved_args") or {}
+    # arguments naming a recorded config file: the file's digest stands for them
+    file_args = {arg_name(n) for n in sec.get("config_file_args") or [] if isinstance(n, str)}
     roots = [
         as_text(v).rstrip("/") + "/"
         for k, v in args.items()
@@ -202,6 +204,7 @@ def config(sec):
         return (
             matches(arg_name(k), PER_RUN_ARGS)
             or masked(v)
+            or arg_name(k) in file_args
             or (
                 text is not None
                 and re.search(r"(^|_)(dir|path|file|prefix)$", arg_name(k))

@@ -219,6 +219,39 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "training": {"seeds": {"seed": 3, "data_seed": 11, "shuffle_seed": 5}, "algorithm": "sft"},
     },
+    # Config files: their digests count, their paths and the arguments naming them do not
+    # (config_file_args, normalised); details, parsed values and Hydra overrides are outside.
+    "config_files": {
+        **BASE,
+        "schema_version": "1.1",
+        "config": {
+            "resolved_args": {
+                "Config-File": "../shared/exp.yaml",
+                "deepspeed": "ds.json",
+                "batch_size": 12,
+                "config_name": "not-listed-so-kept",
+            },
+            "config_files": {
+                "/work/shared/exp.yaml": "blake3:" + "cd" * 32,
+                "/work/proj/ds.json": "blake3:" + "0e" * 32,
+                "/work/proj/config/train_gpt2.py": "blake3:" + "ab" * 32,
+            },
+            "config_file_args": ["config_file", "DeepSpeed"],
+            "config_file_details": {
+                "/work/shared/exp.yaml": {
+                    "name": "exp.yaml",
+                    "source": "--config-file",
+                    "format": "yaml",
+                    "size": 31,
+                    "digest": "blake3:" + "cd" * 32,
+                    "text": "optimizer:\n  lr: 0.0003\n",
+                }
+            },
+            "config_values": {"exp.yaml": {"optimizer": {"lr": 0.0003}}},
+            "hydra": {"overrides": ["db=postgres"]},
+        },
+        "training": {"global_batch_size": 12},
+    },
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from expdna.collectors.command import collect_command
 from expdna.collectors.config import collect_config
+from expdna.collectors.config_files import collect_config_files
 from expdna.collectors.context import CollectContext, NotAvailable, Partial
 from expdna.collectors.data import collect_data
 from expdna.collectors.environment import collect_environment
@@ -40,6 +41,7 @@ def default_registry(*, plugins: bool = True) -> Registry:
     registry.add(Collector("command", "command", collect_command))
     registry.add(Collector("git", "code", collect_git))
     registry.add(Collector("config", "config", collect_config))
+    registry.add(Collector("config_files", "config", collect_config_files))
     registry.add(Collector("environment", "environment", collect_environment))
     registry.add(Collector("training", "training", collect_training))
     registry.add(Collector("runtime", "runtime", collect_runtime))

@@ -289,9 +289,12 @@ def is_volatile_resource(name: str) -> bool:
 def _project_config(section: Mapping[str, Any]) -> Any:
     args = section.get("resolved_args") or {}
     roots = _output_roots(args)
+    # Arguments that name a recorded config file: its digest in config_files stands for
+    # them, so moving the file does not change the DNA.
+    file_args = {_arg_name(n) for n in section.get("config_file_args") or () if isinstance(n, str)}
 
     def per_run(key: str, value: Any) -> bool:
-        if _per_run_name(key) or _masked(value):
+        if _per_run_name(key) or _masked(value) or _arg_name(key) in file_args:
             return True
         if not roots or not _path_name(key):
             return False
