@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from blake3 import blake3
 
 from tests.factories import EXPDNA, git
@@ -177,6 +178,15 @@ def test_find_runs_and_diff_name_a_key_inside_a_yaml_file(tmp_path: Path) -> Non
     assert done.returncode == 1
     assert "config.config_values.exp.yaml.optimizer.lr: 0.1 -> 0.2" in done.stdout
     assert "config      != " in done.stdout and "training    =  " in done.stdout
+    # export: the key as a column
+    parquet = tmp_path / "runs.parquet"
+    column = "config.config_values.exp.yaml.optimizer.lr"
+    done = expdna(tmp_path, store, "export", "--parquet", str(parquet), "--column", column)
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(parquet).to_pydict()
+    assert table["run_id"] == [r["run_id"] for r in runs] and table[column] == ["0.1", "0.2"]
+    bad = expdna(tmp_path, store, "export", "--parquet", str(parquet), "--column", "a..b")
+    assert bad.returncode == 2 and "expected a dotted manifest path" in bad.stderr
 
 
 def test_a_config_that_cannot_be_read_leaves_the_section_unknown(tmp_path: Path) -> None:
