@@ -150,6 +150,7 @@ def test_a_secret_in_a_config_is_redacted_in_manifest_and_blob(tmp_path: Path) -
     stored = expdna(tmp_path, store, "show", a["run_id"], "--json")
     assert stored.returncode == 0, stored.stderr
     assert HF not in stored.stdout
+    assert details(json.loads(stored.stdout), "exp.yaml")["text"] == record["text"]
     # a rotated secret is the same setup
     exp.write_text(f"hub:\n  token: {HF_ROTATED}\ndb:\n  password: swordfish\nlr: 0.1\n")
     b = generate(tmp_path, store, tmp_path / "b.json", "python", "t.py", "--config", "exp.yaml")

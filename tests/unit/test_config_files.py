@@ -291,3 +291,28 @@ def test_import_expdna_loads_no_config_parser() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_config_texts_leave_the_file_form_first_and_move_to_blobs(tmp_path: Path) -> None:
+    from expdna.api import collect
+    from expdna.manifest.io import MAX_WRITE_BYTES, fit_to_cap
+    from expdna.store.record.storeform import to_file_form, to_store_form
+
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("".join(f"{name[0]}{i}: {i}\n" for i in range(9000)))
+    manifest = collect(
+        ["python", "t.py", "a.yaml", "b.yaml"], cwd=tmp_path, collectors=["config_files"]
+    )
+    data, shrunk = fit_to_cap(manifest)
+    assert len(data) <= MAX_WRITE_BYTES
+    assert shrunk == [
+        f"config.config_file_details.{tmp_path / n}.text" for n in ("a.yaml", "b.yaml")
+    ]
+    written = json.loads(data)["config"]["config_file_details"]
+    assert all(d["text"] is None and d["truncated"] for d in written.values())
+    # in a store the texts are blobs, and the file form gets them back
+    form = to_store_form(manifest.to_dict())
+    assert all("text" not in d for d in form.doc["config"]["config_file_details"].values())
+    assert len(form.patches) == 2
+    restored = to_file_form(form.doc, lambda digest: form.patches[digest])
+    assert restored == manifest.to_dict()
