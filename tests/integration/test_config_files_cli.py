@@ -147,10 +147,12 @@ def test_a_secret_in_a_config_is_redacted_in_manifest_and_blob(tmp_path: Path) -
     blob = (store / "objects" / hex_digest[:2] / hex_digest[2:]).read_bytes()
     assert blob.decode() == record["text"]
     assert blake3(blob).hexdigest() == hex_digest
-    stored = expdna(tmp_path, store, "show", a["run_id"], "--json")
+    stored = expdna(tmp_path, store, "show", a["run_id"], "--manifest")
     assert stored.returncode == 0, stored.stderr
-    assert HF not in stored.stdout
-    assert details(json.loads(stored.stdout), "exp.yaml")["text"] == record["text"]
+    assert "text" not in details(json.loads(stored.stdout), "exp.yaml")
+    inline = expdna(tmp_path, store, "show", a["run_id"], "--inline")
+    assert details(json.loads(inline.stdout), "exp.yaml")["text"] == record["text"]
+    assert HF not in inline.stdout
     # a rotated secret is the same setup
     exp.write_text(f"hub:\n  token: {HF_ROTATED}\ndb:\n  password: swordfish\nlr: 0.1\n")
     b = generate(tmp_path, store, tmp_path / "b.json", "python", "t.py", "--config", "exp.yaml")
