@@ -5,7 +5,7 @@ from __future__ import annotations
 from expdna.collectors.command import collect_command
 from expdna.collectors.config import collect_config
 from expdna.collectors.config_files import collect_config_files
-from expdna.collectors.context import CollectContext, NotAvailable, Partial
+from expdna.collectors.context import CollectContext, NotAvailable, Partial, Unknown
 from expdna.collectors.data import collect_data
 from expdna.collectors.environment import collect_environment
 from expdna.collectors.framework import collect_framework
@@ -30,6 +30,7 @@ __all__ = [
     "Outcome",
     "Partial",
     "Registry",
+    "Unknown",
     "default_registry",
     "run_collectors",
 ]

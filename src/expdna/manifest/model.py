@@ -114,6 +114,11 @@ class Config(_Open):
         description="Arguments whose value names a recorded config file (left out of the DNA: "
         "the file's digest stands for them).",
     )
+    hydra: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="A Hydra run's command-line overrides and config name (outside the DNA).",
+    )
     config_values: dict[str, Any] | None = Field(
         None,
         exclude_if=lambda value: value is None,
