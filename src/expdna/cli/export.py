@@ -44,8 +44,12 @@ def export_command(
     column: tuple[str, ...],
 ) -> None:
     """Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model,
-    driver, cuda, nccl, python, the seven section digests, a float column
-    metric_<name> per final metric, and a column per --column PATH.
+    driver, cuda, nccl, python, the seven section digests and a float column
+    metric_<name> per final metric.
+
+    Each --column PATH adds a string column named PATH: the run's value at that manifest
+    path, as find --where matches it (a key inside a config file:
+    config.config_values.exp.yaml.optimizer.lr).
 
     \b
     duckdb -c "SELECT gpu_model, avg(metric_final_loss) FROM 'runs.parquet' GROUP BY 1"
