@@ -84,6 +84,11 @@ def test_the_entry_script_is_code_not_config(files: Path) -> None:
         ctx(files, "python", "-m", "torch.distributed.run", "train.py", "cfg.py")
     )
     assert names(found) == [("cfg.py", "argument", None)]
+    # a launcher's own config counts: accelerate launch --config_file acc.yaml train.py
+    found = find_config_files(
+        ctx(files, "accelerate", "launch", "--config_file", "a.yaml", "train.py", "-c", "b.json")
+    )
+    assert names(found) == [("a.yaml", "--config_file", "config_file"), ("b.json", "-c", "c")]
     # the hook's caller is never its own config, and a .py option value is not a config
     found = find_config_files(ctx(files, "cfg.py", "--model", "train.py", caller_file=Path("x")))
     assert found == []

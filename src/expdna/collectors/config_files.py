@@ -112,33 +112,33 @@ class _Unreadable(Exception):
 # --- finding -------------------------------------------------------------------------------
 
 
-def _entry_and_words(argv: tuple[str, ...]) -> tuple[str | None, list[str]]:
-    """(the entry script as written, the words after it)."""
+def _entry_and_words(argv: tuple[str, ...]) -> tuple[str | None, list[str], list[str]]:
+    """(the entry script as written, a launcher's words before it, the words after it)."""
     from expdna.collectors.config import _PYTHON
 
     words = list(argv)
     if not words:
-        return None, []
+        return None, [], []
     if _PYTHON.match(os.path.basename(words[0])):
         rest = script_argv(words)
         before = words[: len(words) - len(rest)]
         if len(before) >= 3 and before[-2] == "-m":
             if before[-1] in _LAUNCHER_MODULES:
                 return _first_script(rest)
-            return None, rest
+            return None, [], rest
         if len(before) >= 3 and before[-2] == "-c":
-            return None, rest
-        return (before[-1] if len(before) >= 2 else None), rest
+            return None, [], rest
+        return (before[-1] if len(before) >= 2 else None), [], rest
     if words[0].endswith(".py"):
-        return words[0], words[1:]
+        return words[0], [], words[1:]
     return _first_script(words[1:])  # torchrun, accelerate launch, deepspeed ...
 
 
-def _first_script(words: list[str]) -> tuple[str | None, list[str]]:
+def _first_script(words: list[str]) -> tuple[str | None, list[str], list[str]]:
     for i, word in enumerate(words):
         if word.endswith(".py") and not word.startswith("-"):
-            return word, words[i + 1 :]
-    return None, words
+            return word, words[:i], words[i + 1 :]
+    return None, [], words
 
 
 def _suffix_format(word: str) -> str | None:
@@ -159,7 +159,7 @@ def _existing(cwd: Path, word: str) -> Path | None:
 
 def find_config_files(ctx: CollectContext) -> list[Candidate]:
     """The config files named by ``ctx.argv`` and Hydra's output directory, in argv order."""
-    entry, words = _entry_and_words(ctx.argv)
+    entry, launcher, words = _entry_and_words(ctx.argv)
     skip = {os.path.realpath(ctx.cwd / entry)} if entry else set()
     if ctx.caller_file is not None:
         skip.add(os.path.realpath(ctx.cwd / ctx.caller_file))
@@ -175,7 +175,9 @@ def find_config_files(ctx: CollectContext) -> list[Candidate]:
     hydra_path: str | None = None
     hydra_name: str | None = None
     flag: str | None = None  # the previous word, when it was an option without "=value"
-    for word in words:
+    # A launcher's own config (accelerate's --config_file) counts too; its .py words do not.
+    for position, word in enumerate([*launcher, *words]):
+        after_entry = position >= len(launcher)
         if word.startswith("-") and len(word) > 1 and not _is_number(word):
             name, eq, value = word.partition("=")
             flag = None if eq else name
@@ -193,7 +195,7 @@ def find_config_files(ctx: CollectContext) -> list[Candidate]:
         elif flag in CONFIG_FLAGS:
             add(word, flag, flag)
         elif _suffix_format(word) == "python":
-            if flag is None:  # nanoGPT: positional .py files after the script
+            if flag is None and after_entry:  # nanoGPT: positional .py files after the script
                 add(word, "argument")
         elif _suffix_format(word) is not None:
             add(word, "argument", flag)
