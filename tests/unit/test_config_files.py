@@ -94,6 +94,33 @@ def test_the_entry_script_is_code_not_config(files: Path) -> None:
     assert found == []
 
 
+def test_outputs_and_data_files_are_not_config(files: Path) -> None:
+    data = files / "train.json"
+    with open(data, "wb") as fh:
+        fh.truncate(READ_MAX + 1)
+    (files / "out").mkdir()
+    (files / "out" / "args.yaml").write_text("lr: 1\n")
+    found = find_config_files(
+        ctx(
+            files,
+            "train.py",
+            "--train_file",
+            "train.json",  # data: too large to be a config
+            "--log-file",
+            "a.yaml",  # a per-run argument: the run's output
+            "--output_dir",
+            "out",
+            "out/args.yaml",  # under the run's output directory
+            "--config",
+            "train.json",  # named as a config: recorded (as unknown, being too large)
+        )
+    )
+    assert names(found) == [("train.json", "--config", "config")]
+    # an output directory at or above the working directory does not hide the configs
+    found = find_config_files(ctx(files, "train.py", "a.yaml", "--output_dir", "."))
+    assert names(found) == [("a.yaml", "argument", None)]
+
+
 def test_hydra_primary_config(tmp_path: Path) -> None:
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "exp.yaml").write_text("lr: 1\n")

@@ -4,7 +4,9 @@ Which files (:func:`find_config_files`):
 
 - every argv word, positional or option value (``--config x.yaml``, ``--config=x.yaml``,
   ``-c x.yaml``), that names an existing file ending in ``.yaml``, ``.yml``, ``.json``,
-  ``.toml``, ``.ini`` or ``.cfg``;
+  ``.toml``, ``.ini`` or ``.cfg``, unless it is larger than :data:`READ_MAX` (data, such as
+  ``--train_file train.json``), the value of a per-run argument (``--log-file x.json``), or
+  under the run's output directory;
 - ``.py`` files given as positional arguments after the entry script (nanoGPT's
   ``python train.py config/train_gpt2.py``); the entry script itself is code, not config;
 - the value of a well-known flag whatever its extension: ``--config``, ``--config-file``,
@@ -145,16 +147,30 @@ def _suffix_format(word: str) -> str | None:
     return SUFFIX_FORMATS.get(os.path.splitext(word)[1].lower())
 
 
-def _existing(cwd: Path, word: str) -> Path | None:
-    """``word`` as a path when it names something that is not a directory."""
+def _existing(cwd: Path, word: str, max_size: int | None = None) -> Path | None:
+    """``word`` as a path when it names something that is not a directory (nor, with
+    ``max_size``, a regular file larger than that)."""
     if not word or "\0" in word or len(word) > 4096:
         return None
     path = Path(os.path.abspath(cwd / os.path.expanduser(word)))
     try:
-        mode = os.stat(path).st_mode
+        st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return None if stat.S_ISDIR(mode) else path
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    if max_size is not None and stat.S_ISREG(st.st_mode) and st.st_size > max_size:
+        return None
+    return path
+
+
+def _under(path: Path, roots: list[Path]) -> bool:
+    real = os.path.realpath(path)
+    for root in roots:
+        top = os.path.realpath(root)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return True
+    return False
 
 
 def find_config_files(ctx: CollectContext) -> list[Candidate]:
@@ -164,12 +180,25 @@ def find_config_files(ctx: CollectContext) -> list[Candidate]:
     if ctx.caller_file is not None:
         skip.add(os.path.realpath(ctx.cwd / ctx.caller_file))
     found: dict[str, Candidate] = {}
+    # Loaded by api.collect already (see worktree.output_roots): no import in this thread.
+    from expdna.collectors.worktree import output_roots
+    from expdna.manifest.dna import is_per_run_arg
+
+    # A root at or above the working directory (``--output_dir .``) would take every file.
+    roots = [r for r in output_roots(ctx) if not _under(ctx.cwd, [r])]
 
     def add(word: str, source: str, flag: str | None = None) -> None:
-        path = _existing(ctx.cwd, word)
+        arg = flag.lstrip("-").replace("-", "_") if flag else None
+        named = source in CONFIG_FLAGS or source in ("hydra", "--config-name")
+        if not named and arg is not None and is_per_run_arg(arg):
+            return  # --log-file train.json: the run's own output, not its setup
+        # A file found by its extension alone and larger than a config file can be is data
+        # (--train_file train.json): not a config file, so never an unknown one either.
+        path = _existing(ctx.cwd, word, None if named else READ_MAX)
         if path is None or os.path.realpath(path) in skip:
             return
-        arg = flag.lstrip("-").replace("-", "_") if flag else None
+        if source != "hydra" and _under(path, roots):
+            return  # written by this run (under its output directory)
         found.setdefault(os.path.realpath(path), Candidate(path, source, arg))
 
     hydra_path: str | None = None
