@@ -10,16 +10,9 @@ from typing import Any
 
 import pytest
 
-from expdna.collectors.config_files import (
-    READ_MAX,
-    TEXT_MAX,
-    Candidate,
-    _record,
-    collect_config_files,
-    find_config_files,
-    jsonable,
-    parse_text,
-)
+from expdna.collectors.config_files import TEXT_MAX, _record, collect_config_files
+from expdna.collectors.config_find import READ_MAX, Candidate, find_config_files
+from expdna.collectors.config_parse import jsonable, parse_text
 from expdna.collectors.context import CollectContext, NotAvailable, Unknown
 from expdna.collectors.pyconfig import read_python_config
 from expdna.collectors.training import collect_training
