@@ -154,11 +154,16 @@ block col-no-cache; run "expdna generate --deadline 0.2 --no-cache -o manifests/
 mkdir -p "$DEMO/dna-check" && cd "$DEMO/dna-check" || exit 1
 cp "$TOOLS/recompute.py" "$TOOLS/reference_dna.py" "$TOOLS/fuzz_reference.py" . && ln -sfn "$REPO/tests" tests
 block recompute;  run "python recompute.py tests/vectors/dna/typical.json"
+ln -sfn "$REPO/spec" spec && cp "$TOOLS/verify_dna.sh" .
+block spec-js-test; run "cd spec/js && npm ci --no-audit --no-fund --silent && node --test | tail -8"
+block spec-js-cli; run "node spec/js/dna.mjs ../vit-cifar/manifests/a.json --sections --family"
+block b3sum-dna; run "sh verify_dna.sh ../vit-cifar/manifests/a.json"
+block b3sum-section; run "printf '{\"datasets\":[]}' | b3sum --no-names && jq -r .dna.sections.data ../vit-cifar/manifests/a.json"; run "printf '{\"global_batch_size\":128,\"parallel_topology\":{},\"seeds\":{\"seed\":42}}' | b3sum --no-names && jq -r .dna.sections.training ../vit-cifar/manifests/a.json"
 block reference;  run "python reference_dna.py ../vit-cifar/manifests/a.json"
 M=../vit-cifar/manifests
 REFS="$M/pw.json $M/framework.json $M/slurm.json $M/flags.json $M/data.json"
 [ -f "$DEMO/gpu/h200.json" ] && cp "$DEMO/gpu/h200.json" "$M/h200.json" && REFS="$REFS $M/h200.json"
-block reference-many; run "for f in $REFS tests/vectors/dna/*.json; do printf '%-36s ' \$(basename \$f); python reference_dna.py \$f | tail -1 | cut -c14-; done"
+block reference-many; run "for f in $REFS tests/vectors/dna/[!v]*.json; do printf '%-36s ' \$(basename \$f); python reference_dna.py \$f | tail -1 | cut -c14-; done"
 block fuzz;       run "python fuzz_reference.py 1 3000"
 
 # ---- guide: a patch too large for the cap -------------------------------------------------------
