@@ -214,6 +214,8 @@ def path_like(k):  # dir, path, file, prefix, or a name ending in _dir, _path, _
 
 def config(sec):
     args = sec.get("resolved_args") or {}
+    # arguments naming a recorded config file: the file's digest stands for them
+    file_args = {arg_name(n) for n in sec.get("config_file_args") or [] if isinstance(n, str)}
     roots = [
         as_text(v).rstrip("/") + "/"
         for k, v in args.items()
@@ -227,6 +229,7 @@ def config(sec):
         return (
             matches(arg_name(k), PER_RUN_ARGS)
             or masked(v)
+            or arg_name(k) in file_args
             or (
                 text is not None
                 and path_like(k)

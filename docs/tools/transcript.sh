@@ -180,6 +180,9 @@ cd "$DEMO" && printf '{"schema_version": "1.0", "schema_version": "1.1"}' > dup.
 block err-others; for f in dup.json nan.json deep.json big50.json bad.json empty.json; do run "expdna check $f"; done
 rm -f dup.json nan.json deep.json big50.json bad.json empty.json
 
+# ---- config files (collectors.md §3.3b, guide "Config files") -----------------------------------
+. "$TOOLS/config_demo.sh"
+
 # ---- benchmarks (optional) -----------------------------------------------------------------------
 if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then
   cd "$REPO" || exit 1

@@ -327,8 +327,13 @@ function projectConfig(section, version) {
     const text = textOf(value);
     if (isPerRunName(key, version) && text !== null && !TOO_BROAD_ROOTS.has(text)) roots.push(asRoot(text));
   }
+  // Version 2: arguments that name a recorded config file leave (its digest stands for them).
+  const listed = version === 1 ? [] : orEmpty(get(section, 'config_file_args'), []);
+  const fileArgs = new Set(
+    (Array.isArray(listed) ? listed : []).filter((n) => typeof n === 'string').map((n) => argName(n, version)),
+  );
   const perRun = (key, value) => {
-    if (isPerRunName(key, version) || isMasked(value)) return true;
+    if (isPerRunName(key, version) || isMasked(value) || fileArgs.has(argName(key, version))) return true;
     const text = textOf(value);
     return text !== null && isPathName(key, version) && roots.some((root) => asRoot(text).startsWith(root));
   };

@@ -360,6 +360,36 @@ CASES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    "config_file_args": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "Config-File": "../shared/exp.yaml",
+                "deepspeed": "ds.json",
+                "batch_size": 12,
+                "config_name": "not-listed-so-kept",
+            },
+            "config_files": {
+                "/work/shared/exp.yaml": OTHER,
+                "/work/proj/ds.json": "blake3:" + "0e" * 32,
+                "/work/proj/config/train_gpt2.py": PATCH,
+            },
+            "config_file_args": ["config_file", "DeepSpeed"],
+            "config_file_details": {
+                "/work/shared/exp.yaml": {
+                    "name": "exp.yaml",
+                    "source": "--config-file",
+                    "format": "yaml",
+                    "size": 31,
+                    "digest": OTHER,
+                    "text": "optimizer:\n  lr: 0.0003\n",
+                }
+            },
+            "config_values": {"exp.yaml": {"optimizer": {"lr": 0.0003}}},
+            "hydra": {"overrides": ["db=postgres"]},
+        },
+        "training": {"global_batch_size": 12},
+    },
     "environment_kernel_and_framework": {
         **BASE_11,
         "environment": {
@@ -581,6 +611,8 @@ ABOUT: dict[str, str] = {
     "config_masked_and_env": "Only a string ending in *** is masked; per-allocation "
     "environment names are case-sensitive.",
     "config_files": "config_files becomes the sorted list of its digests.",
+    "config_file_args": "Arguments named in config_file_args (normalised) leave resolved_args; "
+    "config_file_details, config_values and hydra are not projected.",
     "environment_kernel_and_framework": "Kernel major.minor; framework entries without "
     "loaded, plus loaded determinism without initial_seed.",
     "environment_kernel_unparsed": "A kernel that does not start with digits stays whole.",

@@ -20,8 +20,9 @@ SEVERITIES: tuple[Severity, ...] = ("CRITICAL", "WARN", "INFO")
 
 #: Top-level fields that describe the document or its making, not the run.
 SKIPPED_TOP = frozenset({"run_id", "generated_at", "dna", "collection"})
-#: Leaves left out: the inline patch is compared through its digest.
-SKIPPED_PATHS: tuple[str, ...] = ("code.*.patch.text",)
+#: Leaves left out: inline patch and config texts are compared through their digests
+#: (and a config file's parsed values, ``config.config_values``, name the changed key).
+SKIPPED_PATHS: tuple[str, ...] = ("code.*.patch.text", "config.config_file_details.*.text")
 
 #: First matching glob (``*`` spans dots) names a changed path's severity; default INFO.
 SEVERITY_RULES: tuple[tuple[str, Severity], ...] = (

@@ -319,9 +319,14 @@ def is_volatile_resource(name: str) -> bool:
 def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
     args = section.get("resolved_args") or {}
     roots = _output_roots(args, version)
+    # Arguments that name a recorded config file (version 2): its digest in config_files
+    # stands for them, so moving the file does not change the DNA. No version-1 manifest
+    # has config_file_args; version 1 stays as it was.
+    listed = section.get("config_file_args") if version != 1 else None
+    file_args = {arg_name(n, version) for n in listed or () if isinstance(n, str)}
 
     def per_run(key: str, value: Any) -> bool:
-        if _per_run_name(key, version) or _masked(value):
+        if _per_run_name(key, version) or _masked(value) or arg_name(key, version) in file_args:
             return True
         if not roots or not _path_name(key, version):
             return False

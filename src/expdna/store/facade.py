@@ -476,12 +476,14 @@ class Store:
         *,
         where: Sequence[Filter] = (),
         since: datetime | None = None,
+        columns: Sequence[str] = (),
     ) -> int:
         """One Parquet row per matching run (key fields, section digests, ``metric_<name>``
-        columns), written atomically; returns the number of rows. Needs pyarrow."""
+        columns, and a string column per manifest path in ``columns``), written atomically;
+        returns the number of rows. Needs pyarrow."""
         from expdna.store.export import export_parquet
 
-        return export_parquet(self.index, Path(path), filters=where, since=since)
+        return export_parquet(self.index, Path(path), filters=where, since=since, columns=columns)
 
     # -- maintenance -----------------------------------------------------------------
 
