@@ -27,12 +27,14 @@ from expdna.manifest.times import parse_time
     help="Only runs where a manifest leaf holds VALUE (repeatable: all must hold).",
 )
 @click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
+@click.option("--json", "as_json", is_flag=True, help='Print {"runs", "path"}.')
 @pass_config
 def export_command(
     config: StoreConfig,
     parquet: Path,
     where: tuple[str, ...],
     since: str | None,
+    as_json: bool,
 ) -> None:
     """Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model,
     driver, cuda, nccl, python, the seven section digests and a float column
@@ -47,4 +49,9 @@ def export_command(
     moment = parse_time(since, "--since") if since is not None else None
     with open_store(config, read_only=True) as store:
         count = store.export_parquet(parquet, where=filters, since=moment)
+    if as_json:
+        from expdna.cli.output import emit_json
+
+        emit_json({"runs": count, "path": str(parquet)})
+        return
     click.echo(f"exported {count} runs to {parquet}")

@@ -427,6 +427,11 @@ class Store:
         with self.index.read() as conn:
             return queries.select_runs(conn, filters=filters, limit=limit)
 
+    def unknown_paths(self, filters: Sequence[Filter]) -> dict[str, list[str]]:
+        """Each filter path no recorded run has -> the nearest paths some run has."""
+        with self.index.read() as conn:
+            return queries.unknown_paths(conn, filters)
+
     def find_ids(self, *filters: Filter, limit: int | None = None) -> list[tuple[str, str]]:
         """(run id, DNA) of the runs matching every filter, newest first (find, lighter)."""
         with self.index.read() as conn:
