@@ -119,7 +119,7 @@ def data_group() -> None:
 
 
 @data_group.command("verify")
-@click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
+@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option(
     "--data-root",
     "data_roots",

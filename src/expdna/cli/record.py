@@ -52,7 +52,10 @@ def _record_files(config: StoreConfig, paths: tuple[Path, ...]) -> list[RecordRe
 
 
 @click.command("record")
-@click.argument("manifests", nargs=-1, type=click.Path(path_type=Path), metavar="MANIFEST...")
+# readable=False: an unreadable file is one line naming it (expdna reads it), not a usage error
+@click.argument(
+    "manifests", nargs=-1, type=click.Path(path_type=Path, readable=False), metavar="MANIFEST..."
+)
 @click.option(
     "--scan",
     "scan",

@@ -15,7 +15,7 @@ from expdna.errors import RefusedError
 
 
 @click.command("rerun")
-@click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
+@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Print the script; run nothing.")
 @click.option(
     "--confirm",
