@@ -9,6 +9,7 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -162,3 +163,42 @@ def test_ctrl_c_exits_130_and_leaves_the_store_consistent(tmp_path: Path) -> Non
     statuses = [result["status"] for result in json.loads(again.stdout)]
     assert len(statuses) == count and set(statuses) <= {"recorded", "skipped"}
     assert "recorded" in statuses  # the interrupted call did not finish
+
+
+def test_a_number_that_overflows_to_infinity_is_refused(tmp_path: Path) -> None:
+    doc = synthetic(840).to_dict()
+    doc.pop("dna")
+    doc["metrics"]["loss"] = "OVERFLOW"
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc).replace('"OVERFLOW"', "1e400"))
+    for command in ("record", "check"):
+        done = expdna(tmp_path / "store", command, str(path))
+        assert done.returncode == 2
+        assert done.stderr.splitlines() == [
+            f"expdna: error: {path}: invalid JSON: number 1e400 is out of range for a float "
+            "(not finite)"
+        ]
+    assert not (tmp_path / "store").exists()
+
+
+def test_export_without_pyarrow_is_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    manifest = write_manifest(synthetic(841), tmp_path / "m.json")
+    assert expdna(store, "record", str(manifest)).returncode == 0
+    # pyarrow made unimportable in that process only, as where it is not installed
+    code = (
+        "import sys; sys.modules['pyarrow'] = sys.modules['pyarrow.parquet'] = None; "
+        "from expdna.cli import main; sys.argv[1:] = ['export', '--parquet', 'x.parquet']; main()"
+    )
+    env = {**os.environ, "EXPDNA_STORE": str(store)}
+    env.pop("EXPDNA_INDEX_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+        timeout=TIMEOUT_S,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "expdna: error: export --parquet needs pyarrow, which is not installed: "
+        "pip install 'expdna[parquet]'"
+    ]
+    assert not (tmp_path / "x.parquet").exists()

@@ -119,7 +119,12 @@ def export_parquet(
     row_group: int = ROW_GROUP,
 ) -> int:
     """Write the matching runs to ``path`` (atomically); returns how many rows it holds."""
-    import pyarrow.parquet as pq
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InvalidInputError(
+            "export --parquet needs pyarrow, which is not installed: pip install 'expdna[parquet]'"
+        ) from None
 
     _check_target(path)
     columns = [
