@@ -280,7 +280,8 @@ class Store:
 
         Each batch is checked whole before any of it is written: an invalid manifest
         raises, and only the batches before it are recorded (recording them again skips
-        them). Conflicting run ids come back with status ``conflict``. ``sources`` (one
+        them). Conflicting run ids come back with status ``conflict``, and a run whose lineage
+        would close a cycle with status ``failed`` (its reason in ``message``). ``sources`` (one
         file name per manifest) label errors and results.
         """
         from expdna.store.record.prepare import prepare
