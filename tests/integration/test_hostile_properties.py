@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator
@@ -48,7 +49,14 @@ def place() -> Iterator[Path]:
     os.mkfifo(root / "fifo.json")
     (root / "dir.json").mkdir()
     (root / "empty.json").write_bytes(b"")
-    yield root
+    # a generated argument may name a file to write (export --parquet 1e400): it lands here
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        yield root
+    finally:
+        os.chdir(cwd)
+        shutil.rmtree(root)
 
 
 def snapshot(store: Path) -> tuple[Any, ...]:
