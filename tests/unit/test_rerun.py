@@ -71,7 +71,7 @@ def run_script(script: str, tmp_path: Path) -> list[str]:
     """
     path = tmp_path / "rerun.sh"
     path.write_text(
-        "python() { printf '%s\\0' \"$@\"; printf 'ENV=%s\\0' \"$HF_HOME\"; }\n" + script
+        "python() { printf '%s\\0' \"$@\"; printf 'ENV=%s\\0' \"$HF_DATASETS_CACHE\"; }\n" + script
     )
     done = subprocess.run(
         ["/bin/sh", str(path)], cwd=tmp_path, env={"PATH": ""}, capture_output=True, check=True
@@ -82,10 +82,10 @@ def run_script(script: str, tmp_path: Path) -> list[str]:
 
 def test_every_word_survives_the_shell(tmp_path: Path) -> None:
     argv = ["python", "train.py", *NASTY]
-    env = {"HF_HOME": "/data/hf cache/$(echo pwned > MARKER)'\""}
+    env = {"HF_DATASETS_CACHE": "/data/hf cache/$(echo pwned > MARKER)'\""}
     script = render_script(make(argv, config={"selected_env": env}))
     subprocess.run(["/bin/sh", "-n"], input=script.encode(), check=True)
-    assert run_script(script, tmp_path) == [*argv[1:], f"ENV={env['HF_HOME']}"]
+    assert run_script(script, tmp_path) == [*argv[1:], f"ENV={env['HF_DATASETS_CACHE']}"]
 
 
 def test_command_line_is_shlex_join(tmp_path: Path) -> None:
@@ -151,8 +151,10 @@ def test_newlines_in_recorded_text_cannot_escape_comments() -> None:
 
 
 def test_invalid_env_names_are_not_exported() -> None:
-    script = render_script(make(["x"], config={"selected_env": {"A;rm -rf /": "1", "OK_1": "v"}}))
-    assert command_lines(script) == ["export OK_1=v", "x"]
+    script = render_script(
+        make(["x"], config={"selected_env": {"A;rm -rf /": "1", "NCCL_OK_1": "v"}})
+    )
+    assert command_lines(script) == ["export NCCL_OK_1=v", "x"]
     assert "is not a shell variable name" in script
 
 

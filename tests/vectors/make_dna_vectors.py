@@ -283,11 +283,6 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "config": {
             "resolved_args": {"\U0001f600": 1, "\uff5e": 2, "z": 3, "\u00e9": 4},
-            "config_files": {
-                "a.yaml": "blake3:\U0001f600",
-                "b.yaml": "blake3:\uff5e",
-                "c.yaml": "blake3:z",
-            },
         },
     },
     "config_names": {

@@ -35,6 +35,7 @@ from expdna.manifest.times import parse_time
     help="Add a string column: each run's value at this manifest path, e.g. "
     "config.config_values.exp.yaml.optimizer.lr (repeatable).",
 )
+@click.option("--json", "as_json", is_flag=True, help='Print {"runs", "path"}.')
 @pass_config
 def export_command(
     config: StoreConfig,
@@ -42,6 +43,7 @@ def export_command(
     where: tuple[str, ...],
     since: str | None,
     column: tuple[str, ...],
+    as_json: bool,
 ) -> None:
     """Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model,
     driver, cuda, nccl, python, the seven section digests and a float column
@@ -60,4 +62,9 @@ def export_command(
     moment = parse_time(since, "--since") if since is not None else None
     with open_store(config, read_only=True) as store:
         count = store.export_parquet(parquet, where=filters, since=moment, columns=column)
+    if as_json:
+        from expdna.cli.output import emit_json
+
+        emit_json({"runs": count, "path": str(parquet)})
+        return
     click.echo(f"exported {count} runs to {parquet}")

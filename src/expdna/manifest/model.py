@@ -7,7 +7,7 @@ newer 1.x tool survives a read/write round trip through this one. Values are fac
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,10 @@ from expdna.manifest.lineage import Relation
 
 #: 1.1 added ``unknown`` (sections a collector could not finish, part of the DNA).
 SCHEMA_VERSION = "1.1"
+
+#: A digest reference as manifests write it; anything else is refused when a manifest is read
+#: (a digest is shown in rerun scripts and names objects, so it must be exactly this).
+DigestRef = Annotated[str, Field(pattern=r"^blake3:[0-9a-f]{64}$")]
 
 SectionName = Literal["code", "config", "training", "environment", "hardware", "runtime", "data"]
 #: The sections that enter the DNA, in the order they are shown.
@@ -42,14 +46,14 @@ class Command(_Open):
 
 class BinaryFile(_Open):
     path: str
-    digest: str | None = Field(None, description="blake3:<hex> of the working-tree bytes.")
+    digest: DigestRef | None = Field(None, description="blake3:<hex> of the working-tree bytes.")
     size: int | None = None
 
 
 class Patch(_Open):
     """Uncommitted work of one repository. The DNA uses ``digest``, never ``text``."""
 
-    digest: str = Field(description="blake3:<hex> of the full patch text (UTF-8).")
+    digest: DigestRef = Field(description="blake3:<hex> of the full patch text (UTF-8).")
     size: int = Field(description="Bytes of the full patch text.")
     text: str | None = Field(None, description="The patch inline; may be truncated.")
     truncated: bool = False
@@ -95,7 +99,7 @@ class ConfigFile(_Open):
 class Config(_Open):
     resolved_args: dict[str, Any] = Field(default_factory=dict)
     selected_env: dict[str, str] = Field(default_factory=dict)
-    config_files: dict[str, str] = Field(
+    config_files: dict[str, DigestRef] = Field(
         default_factory=dict,
         description="Config file path -> blake3:<hex> of its redacted text (in the DNA).",
     )
@@ -140,7 +144,7 @@ class Environment(_Open):
     packages: dict[str, str] = Field(
         default_factory=dict, description="Key packages, name -> installed version."
     )
-    packages_digest: str | None = Field(
+    packages_digest: DigestRef | None = Field(
         None, description="blake3:<hex> of the sorted listing of every installed distribution."
     )
     os: str | None = None
@@ -181,7 +185,7 @@ class Runtime(_Open):
 
 class Dataset(_Open):
     root: str
-    digest: str | None = Field(None, description="blake3:<hex> of the sorted file listing.")
+    digest: DigestRef | None = Field(None, description="blake3:<hex> of the sorted file listing.")
     files: int | None = None
     bytes: int | None = None
 

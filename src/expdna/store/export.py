@@ -181,7 +181,12 @@ def export_parquet(
     """Write the matching runs to ``path`` (atomically); returns how many rows it holds.
 
     ``columns``: manifest paths to add as string columns (see the module doc)."""
-    import pyarrow.parquet as pq
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InvalidInputError(
+            "export --parquet needs pyarrow, which is not installed: pip install 'expdna[parquet]'"
+        ) from None
 
     _check_target(path)
     paths = list(dict.fromkeys(columns))

@@ -202,6 +202,35 @@ def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, s
     return tuple(sorted(edges))
 
 
+def _nul_path(doc: dict[str, Any]) -> str | None:
+    """The dotted path of the first key or string holding a NUL character, or None."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        path, node = stack.pop()
+        items = node.items() if type(node) is dict else enumerate(node)
+        for key, value in items:
+            here = f"{path}.{key}" if path else str(key)
+            if (type(key) is str and "\x00" in key) or (type(value) is str and "\x00" in value):
+                return here.replace("\x00", "\\x00")
+            if type(value) is dict or type(value) is list:
+                stack.append((here, value))
+    return None
+
+
+def _refuse_nul(form: _Form, where: str) -> None:
+    """A NUL character is refused on every index backend alike: PostgreSQL's text cannot
+    hold one (it would fail the whole batch's transaction) and SQLite would keep it. The
+    JSON of the store form writes it as ``\\u0000``, so one byte search finds it; a patch's
+    text is a blob, never a fact, and may keep it."""
+    if b"\\u0000" in form.data:
+        path = _nul_path(form.doc)
+        if path is not None:
+            raise InvalidInputError(
+                f"{where}: NUL character in {path}: an index cannot hold it (record the "
+                "value in the escaped form, bytes:...%00)"
+            )
+
+
 def _references(doc: dict[str, Any]) -> dict[str, str]:
     """Digest references a caller may supply blobs for: 64 hex -> blob kind."""
     found: dict[str, str] = {}
@@ -248,6 +277,7 @@ def prepare_doc(
         )
     lineage = _lineage(doc, run_id, where)
     form = (_by_section(doc, where, memo) if memo is not None else None) or _whole(doc, where)
+    _refuse_nul(form, where)
     generated_at = parse_time(str(doc.get("generated_at")), f"{where}: generated_at")
     blobs = [BlobData(form.digest, form.data, "manifest")]
     blobs += [BlobData(digest, data, "patch") for digest, data in form.patches.items()]
