@@ -1,0 +1,82 @@
+"""Experiment trackers beside the expdna run: MLflow and W&B, tied both ways.
+
+A tracker is looked for only when the training script has imported it (its module is in
+``sys.modules``): expdna never imports mlflow or wandb on its own. When a run of it is
+active, the hook records that run's id in the manifest under ``tracking.<name>`` (outside
+the DNA) and, each time it writes the manifest, gives the tracker run the DNA, the family
+digest, the section digests and the manifest itself (:func:`push`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from expdna.manifest.dna import compute_dna
+from expdna.manifest.family import family_of
+from expdna.manifest.model import Manifest
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Link:
+    """One tracker run tied to the expdna run.
+
+    ``info`` is recorded as ``tracking.<name>`` (redacted like the rest of the manifest);
+    ``push`` gives the tracker run what :func:`summary` says of the manifest.
+    """
+
+    name: str
+    info: dict[str, Any]
+    push: Callable[[Manifest, dict[str, Any]], None]
+
+
+#: Tracker name -> (its module, the expdna module whose ``active_link()`` finds its run).
+TRACKERS: dict[str, tuple[str, str]] = {
+    "mlflow": ("mlflow", "expdna.integrations.mlflow"),
+    "wandb": ("wandb", "expdna.integrations.wandb"),
+}
+
+
+def discover(already: set[str]) -> dict[str, Link]:
+    """Links to the tracker runs active now, for trackers the script imported."""
+    found: dict[str, Link] = {}
+    for name, (module, ours) in TRACKERS.items():
+        if name in already or module not in sys.modules:
+            continue
+        link = importlib.import_module(ours).active_link()
+        if link is not None:
+            found[name] = link
+    return found
+
+
+def summary(manifest: Manifest) -> dict[str, Any]:
+    """What a tracker run is told: ``dna``, ``family``, ``run_id`` and ``sections``."""
+    dna = manifest.dna if manifest.dna is not None else compute_dna(manifest)
+    return {
+        "dna": dna.value,
+        "family": family_of(manifest, dna.sections),
+        "run_id": manifest.run_id,
+        "sections": dict(dna.sections),
+    }
+
+
+def push(link: Link, manifest: Manifest) -> None:
+    link.push(manifest, summary(manifest))
+
+
+def with_links(manifest: Manifest, links: Mapping[str, Link]) -> Manifest:
+    """``manifest`` with ``tracking.<name>`` for each link (not in the DNA: it is kept)."""
+    from expdna.manifest.redact import redact_tree
+
+    doc = manifest.to_dict()
+    tracking = dict(doc.get("tracking") or {})
+    for name, link in links.items():
+        tracking[name], _ = redact_tree(dict(link.info), f"tracking.{name}")
+    doc["tracking"] = tracking
+    return Manifest.model_validate(doc)
