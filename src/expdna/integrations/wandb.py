@@ -31,8 +31,10 @@ FILE = "expdna/manifest.json"
 def _link(run: Any) -> Link:
     def send(manifest: Manifest, facts: dict[str, Any]) -> None:
         run.config.update({CONFIG_KEY: facts}, allow_val_change=True)
-        target = write_manifest(manifest, Path(run.dir) / FILE)
-        run.save(str(target), base_path=run.dir, policy="now", glob=False)
+        target = Path(run.dir) / FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_manifest(manifest, target)
+        run.save(str(target), base_path=run.dir, policy="now")
 
     info = {"run_id": run.id, "project": run.project, "entity": run.entity or None}
     return Link("wandb", info, send)
