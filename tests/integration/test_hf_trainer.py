@@ -94,3 +94,23 @@ def test_one_setup_one_dna_whatever_the_output_dir(runs: list[dict[str, Any]]) -
     a, b = runs
     assert a["run_id"] != b["run_id"]
     assert a["dna"] == b["dna"]
+
+
+def test_arguments_that_fail_never_reach_the_training(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from expdna.integrations.transformers import ExpdnaCallback
+
+    monkeypatch.delenv("EXPDNA_STORE", raising=False)
+    callback = ExpdnaCallback(output_dir=tmp_path)
+    callback.on_train_begin(object(), object(), object())  # no to_dict(), no batch size
+    assert callback.run is None
+    callback.on_save(object(), object(), object())
+    callback.on_log(object(), object(), object(), logs={"loss": 0.5, "note": [1]})
+    callback.on_train_end(object(), object(), object())
+    assert callback.metrics == {"loss": 0.5}  # a list is not a final metric
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("expdna")]
+    assert warnings == [
+        "expdna: Trainer run not recorded: AttributeError: "
+        "'object' object has no attribute 'to_dict'"
+    ]

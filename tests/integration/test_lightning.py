@@ -103,3 +103,22 @@ def test_the_trainer_settings_are_part_of_the_dna(runs: dict[str, dict[str, Any]
 
     manifest = load_manifest(runs["lightning"]["manifest"])
     assert projections(manifest)["training"]["lightning"]["max_epochs"] == 2
+
+
+class _BrokenTrainer:
+    """A trainer whose every answer fails, as a framework mid-crash might."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name} today")
+
+
+def test_a_failing_trainer_never_reaches_the_training(caplog: pytest.LogCaptureFixture) -> None:
+    from expdna.integrations.lightning import ExpdnaCallback
+
+    callback = ExpdnaCallback()
+    callback.setup(_BrokenTrainer(), None, "fit")  # the log dir cannot be had
+    assert callback.run is None
+    callback.teardown(_BrokenTrainer(), None, "fit")
+    callback.setup(_BrokenTrainer(), None, "validate")  # not a fit: nothing to record
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("expdna")]
+    assert warnings == ["expdna: Lightning setup not recorded: RuntimeError: no log_dir today"]

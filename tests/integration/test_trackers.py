@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,21 @@ def test_an_active_wandb_run_gets_the_dna_in_its_config(offline: Path, tmp_path:
     assert saved["metrics"] == {"loss": 0.5} and saved["dna"]["value"] == handle.dna
     assert saved["tracking"]["wandb"] == {"run_id": run.id, "project": "tiny", "entity": None}
     assert files.parent.name.startswith("offline-run-")
+
+
+def test_a_tracker_that_is_down_costs_a_warning_not_the_training(
+    tracking_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    handle = _start({"lr": 0.3}, output_dir=tmp_path / "out", deadline_s=2.0)
+    with mlflow.start_run() as active:
+        found = expdna_mlflow.log(handle)
+    assert found == active.info.run_id and handle.warnings == []
+    # The same run, now behind a tracking server that does not answer (nothing listens).
+    handle.links["mlflow"] = expdna_mlflow._link(found, "0", "http://127.0.0.1:9")
+    started = time.perf_counter()
+    handle.finish(metrics={"loss": 1.0})
+    assert time.perf_counter() - started < 10.0
+    assert len(handle.warnings) == 1 and handle.warnings[0].startswith("telling mlflow: ")
+    assert handle.path is not None
+    assert json.loads(handle.path.read_text())["metrics"] == {"loss": 1.0}  # the run is kept
