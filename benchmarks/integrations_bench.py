@@ -209,7 +209,7 @@ def main() -> int:
             ok = ms < TARGET_MS
             worst &= ok
             print(
-                f"{name:<36} +{ms:7.1f} ms  ({ms / base:+.0%} of the plain start; "
+                f"{name:<36} {ms:+7.1f} ms  ({ms / base:+.0%} of the plain start; "
                 f"target < {TARGET_MS:.0f} ms: {'ok' if ok else 'MISSED'})"
             )
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}")
