@@ -40,8 +40,8 @@ from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
-from expdna.integrations.torch_nodes import LOOKUP_DEADLINE_S, Peers
-from expdna.integrations.trackers import Link, discover, push, with_links
+from expdna.integrations.torch_nodes import LOOKUP_DEADLINE_S, Peers, announce, post_fingerprint
+from expdna.integrations.trackers import Link, tell, tie
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
@@ -165,50 +165,23 @@ class RunHandle:
 
     def _post_node(self) -> None:
         """A node leader other than rank 0: this node's fingerprint, for rank 0."""
-        from expdna.integrations.ray_nodes import node_hardware
-
         assert self.peers is not None
-        peers, deadline_s = self.peers, self.deadline_s
-        payload = {"ranks": peers.layout.local_world_size}
-        _, warning = guarded(
-            "posting this node's fingerprint",
-            lambda: peers.post_node({**payload, **node_hardware(deadline_s)}),
-            deadline_s + 1.0,
-        )
-        if warning:
-            self._warn(warning)
+        self._warn_all([post_fingerprint(self.peers, self.deadline_s)])
 
     def _announce(self) -> None:
         assert self.manifest is not None and self.peers is not None
-        run_id, dna, peers = self.manifest.run_id, self.dna, self.peers
-        _, warning = guarded(
-            "announcing the run id", lambda: peers.announce(run_id, dna), self.deadline_s
-        )
-        if warning:
-            self._warn(warning)
+        self._warn_all([announce(self.peers, self.manifest, self.deadline_s)])
 
     def _link_trackers(self) -> None:
         """Tie the run to an MLflow or W&B run active now (recorded under ``tracking``)."""
         assert self.manifest is not None
-        try:
-            # In this thread: MLflow keeps the active run per thread. No I/O happens here.
-            found = discover(set(self.links))
-        except Exception as exc:  # a tracker's failure must not reach the training code
-            self._warn(f"looking for tracker runs: {type(exc).__name__}: {exc}")
-            return
-        if found:
-            self.links.update(found)
-            self.manifest = with_links(self.manifest, self.links)
+        self.manifest, notes = tie(self.links, self.manifest)
+        self._warn_all(notes)
 
-    def _push_trackers(self) -> None:
-        assert self.manifest is not None
-        manifest = self.manifest
-        for link in self.links.values():
-            _, warning = guarded(
-                f"telling {link.name}", functools.partial(push, link, manifest), self.deadline_s
-            )
-            if warning:
-                self._warn(warning)
+    def _warn_all(self, messages: Sequence[str | None]) -> None:
+        for message in messages:
+            if message:
+                self._warn(message)
 
     def _save(self) -> None:
         """Write the file (when there is an output dir) and record the run once in the store."""
@@ -226,7 +199,7 @@ class RunHandle:
                 self._warn(warning)
             else:
                 self._recorded = True
-        self._push_trackers()
+        self._warn_all(tell(self.links, self.manifest, self.deadline_s))
 
     def log_final(self, **metrics: Any) -> None:
         """Set final metrics (recorded by :meth:`finish`)."""

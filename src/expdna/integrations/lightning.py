@@ -64,11 +64,15 @@ class ExpdnaCallback(Callback):
         super().__init__()
         self.output_dir = output_dir
         self.start_kwargs = start_kwargs
+        #: The run of the last fit (kept after it ends; the next fit starts another).
         self.run: RunHandle | None = None
+        self._open = False
 
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
-        if stage != "fit" or self.run is not None:
+        if stage != "fit" or self._open:
             return
+        self._open = True
+        self.run = None
         try:
             # log_dir is a broadcast under DDP: every rank asks, as Lightning requires.
             output_dir = self.output_dir if self.output_dir is not None else trainer.log_dir
@@ -83,7 +87,10 @@ class ExpdnaCallback(Callback):
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         run = self.run
-        if stage != "fit" or run is None:
+        if stage != "fit" or not self._open:
+            return
+        self._open = False
+        if run is None:
             return
         try:
             best = getattr(trainer.checkpoint_callback, "best_model_path", None)

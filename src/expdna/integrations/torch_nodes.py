@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from expdna.collectors.distributed import Layout
+from expdna.integrations.recording import guarded
+from expdna.manifest.model import Manifest
 
 log = logging.getLogger(__name__)
 
@@ -184,3 +186,23 @@ def gather_nodes(
         found.warnings += [f"node {k}: {w}" for w in answer.get("warnings", [])]
     found.duration_ms = (time.perf_counter() - started) * 1000
     return found
+
+
+def post_fingerprint(peers: Peers, deadline_s: float) -> str | None:
+    """A node leader other than rank 0: compute and post this node's fingerprint; a warning."""
+    from expdna.integrations.ray_nodes import node_hardware
+
+    payload = {"ranks": peers.layout.local_world_size}
+    _, warning = guarded(
+        "posting this node's fingerprint",
+        lambda: peers.post_node({**payload, **node_hardware(deadline_s)}),
+        deadline_s + 1.0,
+    )
+    return warning
+
+
+def announce(peers: Peers, manifest: Manifest, deadline_s: float) -> str | None:
+    """Rank 0: post the run id and DNA for the other ranks; a warning."""
+    run_id, dna = manifest.run_id, manifest.dna.value if manifest.dna else None
+    _, warning = guarded("announcing the run id", lambda: peers.announce(run_id, dna), deadline_s)
+    return warning

@@ -9,6 +9,7 @@ digest, the section digests and the manifest itself (:func:`push`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from expdna.integrations.recording import guarded
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.family import family_of
 from expdna.manifest.model import Manifest
@@ -80,3 +82,29 @@ def with_links(manifest: Manifest, links: Mapping[str, Link]) -> Manifest:
         tracking[name], _ = redact_tree(dict(link.info), f"tracking.{name}")
     doc["tracking"] = tracking
     return Manifest.model_validate(doc)
+
+
+def tie(links: dict[str, Link], manifest: Manifest) -> tuple[Manifest, list[str]]:
+    """Add to ``links`` the tracker runs active now; ``manifest`` records them. Never raises.
+
+    Runs in the caller's thread (MLflow keeps the active run per thread); no I/O happens.
+    """
+    try:
+        found = discover(set(links))
+        if not found:
+            return manifest, []
+        links.update(found)
+        return with_links(manifest, links), []
+    except Exception as exc:  # a tracker's failure must not reach the training code
+        return manifest, [f"looking for tracker runs: {type(exc).__name__}: {exc}"]
+
+
+def tell(links: Mapping[str, Link], manifest: Manifest, deadline_s: float) -> list[str]:
+    """Push ``manifest`` to every linked tracker run, each under the deadline; the warnings."""
+    found = []
+    for link in links.values():
+        call = functools.partial(push, link, manifest)
+        _, warning = guarded(f"telling {link.name}", call, deadline_s)
+        if warning:
+            found.append(warning)
+    return found

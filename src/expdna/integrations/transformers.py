@@ -66,12 +66,15 @@ class ExpdnaCallback(TrainerCallback):
     def __init__(self, output_dir: str | Path | None = None, **start_kwargs: Any) -> None:
         self.output_dir = output_dir
         self.start_kwargs = start_kwargs
+        #: The run of the last ``train()`` (kept after it ends; the next one starts another).
         self.run: RunHandle | None = None
         self.metrics: dict[str, Any] = {}
+        self._open = False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.run is not None:
+        if self._open:
             return
+        self._open, self.run, self.metrics = True, None, {}
         try:
             output_dir = self.output_dir if self.output_dir is not None else args.output_dir
             self.run = start(
@@ -102,7 +105,7 @@ class ExpdnaCallback(TrainerCallback):
         self.metrics.update(plain_metrics(logs or {}))
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        run = self.run
+        run, self._open = self.run, False
         if run is None:
             return
         try:
