@@ -112,6 +112,9 @@ def mlflow_run(root: Path) -> Iterator[None]:
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    mlflow.set_experiment(
+        experiment_id=mlflow.create_experiment("bench", (root / "artifacts").as_uri())
+    )
     with mlflow.start_run():
         yield
 

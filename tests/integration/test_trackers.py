@@ -43,7 +43,9 @@ def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("mlflow")
     uri = f"sqlite:///{root / 'mlflow.db'}"
     mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(experiment_name="tiny")  # artifacts beside the database
+    # Artifacts beside the database, not in ./mlruns of wherever pytest started.
+    mlflow.create_experiment("tiny", artifact_location=(root / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_name="tiny")
     yield uri
     mlflow.set_tracking_uri("")
 
