@@ -78,9 +78,12 @@ def with_links(manifest: Manifest, links: Mapping[str, Link]) -> Manifest:
 
     doc = manifest.to_dict()
     tracking = dict(doc.get("tracking") or {})
+    redacted = set(doc["collection"].get("redacted") or [])
     for name, link in links.items():
-        tracking[name], _ = redact_tree(dict(link.info), f"tracking.{name}")
+        tracking[name], paths = redact_tree(dict(link.info), f"tracking.{name}")
+        redacted.update(paths)
     doc["tracking"] = tracking
+    doc["collection"]["redacted"] = sorted(redacted)
     return Manifest.model_validate(doc)
 
 
