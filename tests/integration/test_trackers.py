@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mlflow
 import pytest
+import wandb
 
 import expdna
 from expdna.integrations import mlflow as expdna_mlflow
@@ -16,9 +18,6 @@ from expdna.integrations import wandb as expdna_wandb
 from expdna.manifest import load_manifest
 from expdna.manifest.family import family_of
 from tests.factories import invoke
-
-mlflow = pytest.importorskip("mlflow")  # the test extra installs it
-wandb = pytest.importorskip("wandb")
 
 pytestmark = pytest.mark.slow  # mlflow creates its SQLite schema; wandb starts its service
 
