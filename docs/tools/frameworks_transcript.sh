@@ -6,7 +6,7 @@
 #   .venv/bin/python docs/tools/fill_docs.py /tmp/frameworks.txt \
 #       docs/en/integration.md docs/zh/integration.md
 #
-# Needs the integrations extra (mlflow, wandb, lightning, transformers). DEMO (default
+# Needs the integrations extra (mlflow-skinny, wandb, lightning, transformers). DEMO (default
 # $TMPDIR/demo-frameworks) is deleted and rebuilt. About two minutes on 2 cores.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DEMO="${EXPDNA_DOCS_DEMO:-${TMPDIR:-/tmp}/demo-frameworks}"
