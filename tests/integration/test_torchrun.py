@@ -53,7 +53,8 @@ def _one_manifest(out: Path, ranks: list[dict[str, Any]]) -> Any:
     assert len(files) == 1, files  # rank 0 wrote it; the other ranks wrote nothing
     manifest = load_manifest(files[0])
     assert manifest.dna is not None
-    assert [(r["run_id"], r["dna"]) for r in ranks] == [(manifest.run_id, manifest.dna.value)] * 2
+    told = [(r["run_id"], r["dna"]) for r in ranks]
+    assert told == [(manifest.run_id, manifest.dna.value)] * 2, (ranks, manifest.collection)
     return manifest
 
 
@@ -68,9 +69,9 @@ def test_one_node_two_ranks(tmp_path: Path) -> None:
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
-    assert _expdna_lines(done.stderr) == []
+    assert _expdna_lines(done.stderr) == [], done.stderr
     ranks = _lines(done.stdout)
-    assert [r["rank"] for r in ranks] == [0, 1]
+    assert [r["rank"] for r in ranks] == [0, 1], done.stdout
     manifest = _one_manifest(out, ranks)
     runtime = manifest.runtime.model_dump()
     assert runtime["mode"] == "torch_distributed" and runtime["node_count"] == 1
@@ -128,7 +129,7 @@ def test_two_nodes_one_rank_each(tmp_path: Path) -> None:
                 agent.kill()
     for code, _, stderr in results:
         assert code == 0, stderr
-        assert _expdna_lines(stderr) == []
+        assert _expdna_lines(stderr) == [], stderr
     ranks = _lines(results[0][1] + results[1][1])
     manifest = _one_manifest(out, ranks)
     runtime = manifest.runtime.model_dump()

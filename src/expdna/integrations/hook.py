@@ -40,7 +40,7 @@ from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
-from expdna.integrations.torch_nodes import LOOKUP_DEADLINE_S, Peers, announce, post_fingerprint
+from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
 from expdna.integrations.trackers import Link, tell, tie
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Lineage, Manifest
@@ -116,10 +116,14 @@ class RunHandle:
         return self.manifest.run_id if self.manifest else self._announced("run_id")
 
     def _announced(self, name: str) -> str | None:
-        """Rank 0's run id or DNA, on another rank of a ``torch.distributed`` job."""
+        """Rank 0's run id or DNA, on another rank of a ``torch.distributed`` job.
+
+        Read from the store if rank 0 has announced it; never waits for the announcement
+        (the deadline bounds only a store that does not answer).
+        """
         if self.peers is None:
             return None
-        found, _ = guarded("reading the run id", self.peers.lookup, LOOKUP_DEADLINE_S)
+        found, _ = guarded("reading the run id", self.peers.lookup, self.deadline_s)
         value = found.get(name) if found else None
         return str(value) if value else None
 

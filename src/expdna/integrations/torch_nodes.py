@@ -37,8 +37,6 @@ from expdna.manifest.model import Manifest
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.02
-#: A rank asking for the run id reads the store at most this long (it never waits for it).
-LOOKUP_DEADLINE_S = 1.0
 
 _count_lock = threading.Lock()
 _count = 0
