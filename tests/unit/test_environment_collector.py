@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -34,7 +35,10 @@ def importlib_answer(paths: list[str] | None = None) -> dict[str, str]:
         else importlib.metadata.distributions(path=paths)
     )
     for dist in dists:
-        name = dist.metadata["Name"]
+        try:
+            name = dist.metadata["Name"]
+        except Exception:  # the importlib_metadata backport raises where the stdlib says None
+            continue
         if name:
             found.setdefault(normalize(name), dist.version)
     return found
@@ -235,3 +239,27 @@ def test_in_a_manifest_the_listing_stays_out_and_the_digest_enters_the_dna() -> 
     other = compute_dna({**doc, "environment": {**env, "packages_digest": ref_of(b"x==1\n")}})
     moved = {k for k, v in other.sections.items() if manifest.dna.sections[k] != v}
     assert moved == {"environment"}
+
+
+def test_the_importlib_metadata_backport_changes_nothing_and_costs_nothing() -> None:
+    """Importing the backport (mlflow, opentelemetry do) swaps the stdlib's path finder for
+    its own: the fast path still answers, with the same distributions."""
+    code = (
+        "import json, sys, importlib.metadata\n"
+        "from expdna.collectors.distributions import installed, clear_cache\n"
+        "before = installed()\n"
+        "import importlib_metadata\n"
+        "read = []\n"
+        "original = importlib_metadata.PathDistribution.read_text\n"
+        "def spy(self, filename):\n"
+        "    read.append(filename)\n"
+        "    return original(self, filename)\n"
+        "importlib_metadata.PathDistribution.read_text = spy\n"
+        "clear_cache()\n"
+        "after = installed()\n"
+        "print(json.dumps([before == after, len(after), len(read)]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    same, count, reads = json.loads(done.stdout)
+    assert same and count > 20 and reads == 0

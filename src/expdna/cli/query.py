@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -140,11 +140,24 @@ def show_command(
             click.echo(serialise(store.show(ref, inline=inline)), nl=False)
             return
         record = store.get(ref)
+        tracking = {} if as_json else store.show(record.run_id).get("tracking")
     if as_json:
         emit_json([record.to_dict()])
     else:
-        for line in summary(record):
+        for line in summary(record) + tracker_lines(tracking):
             click.echo(line)
+
+
+def tracker_lines(tracking: Any) -> list[str]:
+    """The MLflow / W&B runs the expdna run is tied to (``tracking`` of the manifest)."""
+    if not isinstance(tracking, dict):
+        return []
+    lines = []
+    for name, info in sorted(tracking.items()):
+        if isinstance(info, dict) and info.get("run_id"):
+            where = info.get("tracking_uri") or info.get("project")
+            lines.append(f"{name:<11}{info['run_id']}{f' ({where})' if where else ''}")
+    return lines
 
 
 @click.command("runs")

@@ -21,7 +21,12 @@ import re
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from importlib.metadata import Distribution, DistributionFinder, PathDistribution
+from importlib.metadata import (
+    Distribution,
+    DistributionFinder,
+    MetadataPathFinder,
+    PathDistribution,
+)
 from pathlib import Path
 
 _SEPARATORS = re.compile(r"[-_.]+")
@@ -65,7 +70,9 @@ def _scan_entry(entry: str) -> Iterator[tuple[str, str]]:
     except OSError:
         if os.path.isfile(root):  # a zip archive: rare, let importlib read it
             context = DistributionFinder.Context(path=[entry])
-            for dist in importlib.machinery.PathFinder.find_distributions(context):
+            # The standard library's own finder: the importlib_metadata backport removes
+            # find_distributions from PathFinder when it is imported.
+            for dist in MetadataPathFinder.find_distributions(context):
                 found = _from_metadata(dist)
                 if found:
                     yield found
@@ -92,6 +99,19 @@ def _scan_entry(entry: str) -> Iterator[tuple[str, str]]:
             yield found
 
 
+def _mirrors_path_finder(finder: object) -> bool:
+    """The ``importlib_metadata`` backport's finder, which lists what ``PathFinder`` lists.
+
+    Importing the backport (mlflow and opentelemetry do) puts it on ``sys.meta_path`` and
+    removes ``find_distributions`` from the standard ``PathFinder``: it stands for the path
+    scan then, and asking it the slow way would read every distribution's metadata.
+    """
+    kind = finder if isinstance(finder, type) else type(finder)
+    return kind.__name__ == "MetadataPathFinder" and kind.__module__.split(".")[0] == (
+        "importlib_metadata"
+    )
+
+
 def _finders() -> Iterator[object]:
     for finder in sys.meta_path:
         if getattr(finder, "find_distributions", None) is not None:
@@ -99,10 +119,13 @@ def _finders() -> Iterator[object]:
 
 
 def _discover(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    scanned = False
     for finder in _finders():
-        if finder is importlib.machinery.PathFinder:
-            for entry in paths:
-                yield from _scan_entry(entry)
+        if finder is importlib.machinery.PathFinder or _mirrors_path_finder(finder):
+            if not scanned:
+                scanned = True
+                for entry in paths:
+                    yield from _scan_entry(entry)
         else:  # a third-party finder: ask it, the slow way
             find = finder.find_distributions  # type: ignore[attr-defined]
             for dist in find(DistributionFinder.Context(path=list(paths))):

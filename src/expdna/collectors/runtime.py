@@ -16,6 +16,11 @@ keeps only the shape (``manifest.dna``: mode, node count, roles, resources witho
 ``node:*`` and memory).
 Slurm geometry comes from ``SLURM_*`` variables of the collected environment; it is recorded
 whenever present, and names the mode only when Ray is not initialised.
+A ``torch.distributed`` job (``torchrun``'s variables, or an initialised process group of
+two or more ranks) is recorded as ``torch_distributed`` (:mod:`expdna.collectors.distributed`);
+outside Ray and Slurm it names the mode ``torch_distributed`` with its node count. The hook
+adds one node entry per node with its hardware fingerprint
+(:mod:`expdna.integrations.torch_nodes`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from expdna.collectors.context import CollectContext, Partial
+from expdna.collectors.distributed import layout
 
 HEAD_RESOURCE = "node:__internal_head__"
 _HEAD_KEYS = ("IsHeadNode", "is_head_node", "isHeadNode")
@@ -115,6 +121,11 @@ def collect_runtime(ctx: CollectContext) -> dict[str, Any]:
     if slurm is not None:
         # Without Ray, the allocation is the layout: its node count is the run's.
         section.update(mode="slurm", node_count=slurm.get("nnodes"), slurm=slurm)
+    torch_layout = layout(ctx.environ)
+    if torch_layout is not None:
+        section["torch_distributed"] = torch_layout.section()
+        if slurm is None:
+            section.update(mode="torch_distributed", node_count=torch_layout.node_count)
     ray = _ray_if_initialised()
     if ray is None:
         return section

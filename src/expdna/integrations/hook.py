@@ -14,8 +14,12 @@ collector that hangs, an output directory that cannot be written, a store that i
 Ray shut down between the phases, a node that dies while it is probed, each becomes one
 ``logging`` warning (kept in :attr:`RunHandle.warnings`, and in the manifest's
 ``collection`` when it concerns what was collected), and training goes on. Call it in one
-process per run (the Ray driver, or rank 0 of a ``torchrun`` job): every caller writes a
-manifest of its own.
+process per run (the Ray driver), or in every rank of a ``torch.distributed`` job: there
+global rank 0 alone collects and writes the run's one manifest, each node's local rank 0
+adds its node's hardware fingerprint in ``add_runtime``, and the other ranks get a handle
+that writes nothing but knows the run id and DNA once rank 0 has them
+(:mod:`expdna.integrations.torch_nodes`). An MLflow or W&B run active at ``start`` or
+``finish`` is tied to the expdna run both ways (:mod:`expdna.integrations.trackers`).
 """
 
 from __future__ import annotations
@@ -31,10 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from expdna.collectors.distributed import layout
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
+from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
+from expdna.integrations.trackers import Link, tell, tie
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
@@ -78,8 +85,10 @@ def _caller_file() -> str | None:
 class RunHandle:
     """One training run being recorded. Every method returns quietly; see the module doc.
 
-    ``manifest`` is ``None`` only for the inert handle :func:`track` yields when
-    collection was impossible; then the methods do nothing and ``dna`` is ``None``.
+    ``manifest`` is ``None`` for the inert handle :func:`track` yields when collection was
+    impossible, and on the ranks of a ``torch.distributed`` job other than global rank 0
+    (``peers`` set): then the methods write nothing, and ``dna`` and ``run_id`` are rank 0's
+    once it has announced them (``None`` before, and for the inert handle).
     """
 
     manifest: Manifest | None
@@ -92,15 +101,31 @@ class RunHandle:
     _registry: Registry | None = field(default=None, repr=False)
     _reuse_hardware: bool = field(default=False, repr=False)
     _recorded: bool = field(default=False, repr=False)
+    peers: Peers | None = field(default=None, repr=False)
+    links: dict[str, Link] = field(default_factory=dict, repr=False)
 
     @property
     def dna(self) -> str | None:
         """The 64-hex DNA, as of the last phase (``add_runtime`` adds the topology)."""
-        return self.manifest.dna.value if self.manifest and self.manifest.dna else None
+        if self.manifest is None:
+            return self._announced("dna")
+        return self.manifest.dna.value if self.manifest.dna else None
 
     @property
     def run_id(self) -> str | None:
-        return self.manifest.run_id if self.manifest else None
+        return self.manifest.run_id if self.manifest else self._announced("run_id")
+
+    def _announced(self, name: str) -> str | None:
+        """Rank 0's run id or DNA, on another rank of a ``torch.distributed`` job.
+
+        Read from the store if rank 0 has announced it; never waits for the announcement
+        (the deadline bounds only a store that does not answer).
+        """
+        if self.peers is None:
+            return None
+        found, _ = guarded("reading the run id", self.peers.lookup, self.deadline_s)
+        value = found.get(name) if found else None
+        return str(value) if value else None
 
     def _warn(self, message: str) -> None:
         log.warning("expdna: %s", message)
@@ -109,11 +134,14 @@ class RunHandle:
     def add_runtime(self) -> RunHandle:
         """Add the Ray topology and per-node fingerprints; write the manifest; record it."""
         if self.manifest is None:
+            if self.peers is not None and self.peers.layout.leads_node:
+                self._post_node()
             return self
         from expdna.integrations.topology import FINGERPRINTS, with_note, with_runtime
 
         current = self.manifest
-        # Two phases of at most one deadline each: the runtime collector, then the probes.
+        # At most one deadline per phase: the runtime collector, then the probes (under
+        # torch.distributed: this node's fingerprint, then the other nodes' answers).
         updated, warning = guarded(
             "adding the runtime",
             lambda: with_runtime(
@@ -121,8 +149,9 @@ class RunHandle:
                 registry=self._registry,
                 deadline_s=self.deadline_s,
                 reuse_hardware=self._reuse_hardware,
+                peers=self.peers,
             ),
-            2 * self.deadline_s + 1.0,
+            (2 if self.peers is None else 3) * self.deadline_s + 1.0,
         )
         if updated is not None:
             self.manifest = updated
@@ -133,12 +162,35 @@ class RunHandle:
             assert warning is not None
             self._warn(warning)
             self.manifest = with_note(current, FINGERPRINTS, "failed", [warning])
+        if self.peers is not None:
+            self._announce()
         self._save()
         return self
+
+    def _post_node(self) -> None:
+        """A node leader other than rank 0: this node's fingerprint, for rank 0."""
+        assert self.peers is not None
+        self._warn_all([post_fingerprint(self.peers, self.deadline_s)])
+
+    def _announce(self) -> None:
+        assert self.manifest is not None and self.peers is not None
+        self._warn_all([announce(self.peers, self.manifest, self.deadline_s)])
+
+    def _link_trackers(self) -> None:
+        """Tie the run to an MLflow or W&B run active now (recorded under ``tracking``)."""
+        assert self.manifest is not None
+        self.manifest, notes = tie(self.links, self.manifest)
+        self._warn_all(notes)
+
+    def _warn_all(self, messages: Sequence[str | None]) -> None:
+        for message in messages:
+            if message:
+                self._warn(message)
 
     def _save(self) -> None:
         """Write the file (when there is an output dir) and record the run once in the store."""
         assert self.manifest is not None
+        self._link_trackers()
         if self.output_dir is not None:
             path, warning = write_file(self.manifest, self.output_dir, self.deadline_s)
             if warning:
@@ -151,6 +203,7 @@ class RunHandle:
                 self._warn(warning)
             else:
                 self._recorded = True
+        self._warn_all(tell(self.links, self.manifest, self.deadline_s))
 
     def log_final(self, **metrics: Any) -> None:
         """Set final metrics (recorded by :meth:`finish`)."""
@@ -255,6 +308,10 @@ def start(
     warning when no manifest can be collected at all.
     """
     try:
+        peers = _peers()
+        if peers is not None and not peers.layout.writes:
+            # Another rank of a torch.distributed job: rank 0 collects and writes.
+            return RunHandle(manifest=None, deadline_s=_deadline(deadline_s), peers=peers)
         notes: list[str] = []
         if not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
             notes.append(
@@ -297,15 +354,28 @@ def start(
         store=link,
         _registry=registry,
         _reuse_hardware=registry is None and collectors is None,
+        peers=peers,
     )
     for note in notes:
         handle._warn(note)
+    handle._link_trackers()
     for section, reason in (manifest.unknown or {}).items():
         message = f"section {section} is unknown (marked so in the DNA): {reason}"
         handle._warn(message)
         if strict:
             warnings.warn(f"expdna: {message}", IncompleteManifestWarning, stacklevel=2)
     return handle
+
+
+def _peers() -> Peers | None:
+    """This process's part in a ``torch.distributed`` job of two or more ranks, if any."""
+    found = layout(os.environ)
+    return Peers(found) if found is not None else None
+
+
+def _deadline(deadline_s: Any) -> float:
+    ok = isinstance(deadline_s, (int, float)) and deadline_s > 0
+    return float(deadline_s) if ok else DEFAULT_DEADLINE_S
 
 
 def _output_roots(output_dir: str | os.PathLike[str] | None, link: StoreLink) -> list[Any]:

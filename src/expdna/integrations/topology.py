@@ -2,8 +2,9 @@
 
 Called after ``ray.init``. The ``runtime`` collector describes the layout (mode, node
 count, each alive node's role and resources); on Ray, every node then gets the hardware
-fingerprint from :mod:`expdna.integrations.ray_nodes`, and the DNA is recomputed, because
-the runtime section's identity includes the fingerprints.
+fingerprint from :mod:`expdna.integrations.ray_nodes`, in a ``torch.distributed`` job
+from :mod:`expdna.integrations.torch_nodes`, and the DNA is recomputed, because the
+runtime section's identity includes the fingerprints.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from expdna.api import collect
 from expdna.collectors import Registry, default_registry
 from expdna.digest.refs import ref
 from expdna.integrations.ray_nodes import SUMMARY_FIELDS, fingerprint_nodes, node_hardware
+from expdna.integrations.torch_nodes import Peers, gather_nodes
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.model import Manifest
 
@@ -55,6 +57,7 @@ def with_runtime(
     registry: Registry | None,
     deadline_s: float,
     reuse_hardware: bool,
+    peers: Peers | None = None,
 ) -> Manifest:
     """``manifest`` with its runtime section collected now and its DNA recomputed."""
     if registry is None or "runtime" not in registry.collectors:
@@ -84,6 +87,11 @@ def with_runtime(
                 node["fingerprint"] = result["fingerprint"]
                 node["hardware"] = result["hardware"]
         collection["collectors"][FINGERPRINTS] = prints.record()
+    elif peers is not None and runtime.get("torch_distributed"):
+        local = _reusable_local(manifest, reuse_hardware) or node_hardware(deadline_s)
+        gathered = gather_nodes(peers, deadline_s=deadline_s, local=local)
+        runtime["nodes"] = gathered.nodes
+        collection["collectors"][FINGERPRINTS] = gathered.record()
     updated = Manifest.model_validate(doc)
     updated.dna = compute_dna(updated)
     return updated

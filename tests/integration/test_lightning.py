@@ -1,0 +1,124 @@
+"""examples/lightning_tiny.py, run for real: 2 epochs with ``lightning`` and ``pytorch_lightning``.
+
+The script is copied into a fresh git repository, so the code section is the script's own
+repository (found through ``__main__``, not Lightning's files that call the callback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from expdna.manifest import load_manifest
+from tests.factories import git, invoke
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "lightning_tiny.py"
+PACKAGES = ("lightning", "pytorch_lightning")
+
+pytestmark = pytest.mark.slow  # two real Lightning runs, side by side
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("lightning")
+    repo = root / "project"
+    repo.mkdir()
+    shutil.copy(EXAMPLE, repo / "train.py")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "train.py")
+    git(repo, "commit", "-q", "-m", "tiny")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env.update(PYTHONWARNINGS="ignore", EXPDNA_CACHE_DIR=str(root / "cache"))
+    started = {
+        package: subprocess.Popen(
+            [
+                sys.executable,
+                str(repo / "train.py"),
+                "--output-dir",
+                str(root / package),
+                "--store",
+                str(root / "store"),
+                "--package",
+                package,
+            ],
+            cwd=root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for package in PACKAGES
+    }
+    found: dict[str, dict[str, Any]] = {}
+    for package, process in started.items():
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        assert [line for line in stderr.splitlines() if line.startswith("expdna:")] == []
+        found[package] = {
+            **json.loads(stdout.strip().splitlines()[-1]),
+            "root": root,
+            "out": root / package,
+        }
+    return found
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_callback_records_the_fit(runs: dict[str, dict[str, Any]], package: str) -> None:
+    run = runs[package]
+    manifest = load_manifest(run["manifest"])
+    assert Path(run["manifest"]).parent == run["out"]  # the trainer's log dir
+    assert (manifest.run_id, manifest.dna.value if manifest.dna else None) == (
+        run["run_id"],
+        run["dna"],
+    )
+    assert list(manifest.code) == ["project"]  # the script's repository, not Lightning's
+    training = manifest.training.model_dump()
+    assert training["lightning"] == {
+        "max_epochs": 2,
+        "precision": "32-true",
+        "accumulate_grad_batches": 1,
+        "strategy": "SingleDeviceStrategy",
+        "devices": 1,
+        "num_nodes": 1,
+    }
+    assert training["gradient_accumulation_steps"] == 1 and training["seeds"] == {"seed": 0}
+    assert set(manifest.metrics) == {"train_loss", "val_loss"}
+    assert all(isinstance(v, float) for v in manifest.metrics.values())
+
+    (checkpoint,) = (run["out"] / "checkpoints").glob("*.ckpt")
+    which = invoke(run["root"] / "store", "which", str(checkpoint), "--json")
+    assert which.exit_code == 0, which.output
+    assert json.loads(which.output)[0]["run_id"] == run["run_id"]
+
+
+def test_the_trainer_settings_are_part_of_the_dna(runs: dict[str, dict[str, Any]]) -> None:
+    from expdna.manifest.dna import projections
+
+    manifest = load_manifest(runs["lightning"]["manifest"])
+    assert projections(manifest)["training"]["lightning"]["max_epochs"] == 2
+
+
+class _BrokenTrainer:
+    """A trainer whose every answer fails, as a framework mid-crash might."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"no {name} today")
+
+
+def test_a_failing_trainer_never_reaches_the_training(caplog: pytest.LogCaptureFixture) -> None:
+    from expdna.integrations.lightning import ExpdnaCallback
+
+    callback = ExpdnaCallback()
+    callback.setup(_BrokenTrainer(), None, "fit")  # the log dir cannot be had
+    assert callback.run is None
+    callback.teardown(_BrokenTrainer(), None, "fit")
+    callback.setup(_BrokenTrainer(), None, "validate")  # not a fit: nothing to record
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("expdna")]
+    assert warnings == ["expdna: Lightning setup not recorded: RuntimeError: no log_dir today"]
