@@ -117,10 +117,18 @@ def _ipc(path: str) -> dict[str, Any]:
         return {
             "format": "arrow",
             "schema_digest": schema_digest(reader.schema),
-            "rows": reader.count_rows(),
+            "rows": _ipc_rows(reader),
             "record_batches": reader.num_record_batches,
             "columns": len(reader.schema),
         }
+
+
+def _ipc_rows(reader: Any) -> int:
+    if hasattr(reader, "count_rows"):  # pyarrow >= 26
+        return int(reader.count_rows())
+    # Older pyarrow: on a memory map, get_batch maps the batch zero-copy, so its body is
+    # never read, only its header's row count.
+    return sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
 
 
 READERS: dict[str, Callable[[str], dict[str, Any]]] = {"parquet": _parquet, "arrow": _ipc}
