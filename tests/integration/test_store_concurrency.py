@@ -108,13 +108,13 @@ def test_concurrent_recorders_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.postgres
 def test_concurrent_recorders_on_postgres(pg_store: Store, tmp_path: Path) -> None:
     url = pg_store.index.url.render_as_string(hide_password=False)
-    record_concurrently(tmp_path / "team", url)
+    record_concurrently(pg_store.root, url)
 
 
 @pytest.mark.postgres
 def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) -> None:
     url = pg_store.index.url.render_as_string(hide_password=False)
-    pin_and_link_concurrently(tmp_path / "team", url)
+    pin_and_link_concurrently(pg_store.root, url)
 
 
 # Calls of one batch (written in the recorder) and calls of two (the second batch's blobs

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from expdna.errors import ExpdnaError
 from expdna.filesystems import DEFAULT_MOUNTS
-from expdna.store import maintenance, queries
+from expdna.store import identity, maintenance, queries
 from expdna.store.config import StoreConfig
 from expdna.store.entities import (
     FsckReport,
@@ -49,6 +49,7 @@ from expdna.store.index.migrate import (
 )
 from expdna.store.index.readonly import writable
 from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.log import StoreLog
 from expdna.store.queries import Filter
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ class Store:
     def __init__(self, root: Path, index: Index) -> None:
         self.root = root
         self.objects = ObjectDir(root / OBJECTS)
+        self.log = StoreLog(self.objects.root)
         self.index = index
         self._pipeline: tuple[Recorder, SectionMemo] | None = None
 
@@ -143,10 +145,12 @@ class Store:
         upgrade: bool | None = None,
         checked: bool = True,
         read_only: bool = False,
+        bind: bool = True,
     ) -> Store:
         """The store ``config`` names, as :meth:`open` (``checked=False``:
         :meth:`open_unchecked`, no directory made and no revision check;
-        ``read_only=True``: :meth:`open_for_reading`)."""
+        ``read_only=True``: :meth:`open_for_reading`; ``bind=False``: the store id is not
+        checked, for ``reindex``, which sets it)."""
         root = config.root
         if read_only:
             return cls._for_reading(config, mounts_file=mounts_file, upgrade=upgrade)
@@ -162,6 +166,8 @@ class Store:
             store.objects.root.mkdir(exist_ok=True)
             auto = index.dialect == "sqlite" if upgrade is None else upgrade
             ensure_current(index, auto_upgrade=auto)
+            if bind:
+                identity.bind(store.objects.root, index)
         except OSError as exc:
             index.dispose()
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
@@ -406,7 +412,7 @@ class Store:
         """
         from expdna.store import metrics as metrics_mod
 
-        return metrics_mod.record_metrics(self.index, run_id, metrics)
+        return metrics_mod.record_metrics(self.index, self.log, run_id, metrics)
 
     def metrics(self, ref: str) -> dict[str, float]:
         """The numeric final metrics of a run (by id or DNA prefix), by flattened name."""
@@ -427,7 +433,9 @@ class Store:
         (id or DNA prefix) and its DNA. Pinning it again changes nothing."""
         from expdna.store import pins
 
-        return pins.pin(self.index, run_id=run_id, digest=digest, name=name, path=path, size=size)
+        return pins.pin(
+            self.index, self.log, run_id=run_id, digest=digest, name=name, path=path, size=size
+        )
 
     def pin_file(
         self,
@@ -444,7 +452,9 @@ class Store:
         """
         from expdna.store import checkpoints
 
-        return checkpoints.pin_file(self.index, path, run=run, name=name, use_cache=use_cache)
+        return checkpoints.pin_file(
+            self.index, self.log, path, run=run, name=name, use_cache=use_cache
+        )
 
     def which(self, target: str, *, use_cache: bool = True) -> list[PinRecord]:
         """The pins answering ``target``, newest first: an existing file by its content (a
@@ -458,7 +468,7 @@ class Store:
         prefixes); True when the edge is new. A cycle or a self-link is refused (exit 2)."""
         from expdna.store import lineage
 
-        return lineage.link_runs(self.index, parent, child, relation)
+        return lineage.link_runs(self.index, self.log, parent, child, relation)
 
     def lineage(self, ref: str) -> LineageReport:
         """Ancestors and descendants of a run, transitively, nearest first. A run id that is
@@ -497,9 +507,11 @@ class Store:
         return upgrade(self.index)
 
     def fsck(self) -> FsckReport:
-        return maintenance.fsck(self.objects, self.index)
+        return maintenance.fsck(self.objects, self.index, self.log)
 
     def gc(
         self, *, dry_run: bool = False, grace_s: float = maintenance.DEFAULT_GRACE_S
     ) -> GcReport:
-        return maintenance.gc(self.objects, self.index, dry_run=dry_run, grace_s=grace_s)
+        return maintenance.gc(
+            self.objects, self.index, dry_run=dry_run, grace_s=grace_s, log_dir=self.log
+        )

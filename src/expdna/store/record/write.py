@@ -54,7 +54,11 @@ def blob_ids(conn: Connection, digests: Iterable[str]) -> dict[str, int]:
 
 
 def write_batch(
-    conn: Connection, batch: Sequence[Prepared], cache: InternCache
+    conn: Connection,
+    batch: Sequence[Prepared],
+    cache: InternCache,
+    *,
+    recorded_at: datetime | None = None,
 ) -> tuple[list[RecordStatus], Interned | None]:
     """Insert the index rows of ``batch``; returns each entry's status, in order, and the
     interned ids (for ``cache``, once the transaction has committed).
@@ -86,7 +90,7 @@ def write_batch(
                 {
                     "digest": blob.digest,
                     "algorithm": ALGORITHM,
-                    "size": len(blob.data),
+                    "size": blob.size,
                     "kind": blob.kind,
                 },
             )
@@ -100,7 +104,7 @@ def write_batch(
     value_ids = interned.values
     set_ids = intern_sets(conn, sets, interned, cache)
 
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = recorded_at or datetime.now(timezone.utc).replace(tzinfo=None)
     run_rows = [
         {**p.row, "manifest_blob_id": ids[p.manifest_digest], "recorded_at": now} for p in new
     ]
