@@ -41,6 +41,7 @@ from expdna.store.objects.log import StoreLog
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_S = 3600.0
+TEMP_MIN_AGE_S = 600.0
 FANS = [f"{i:02x}" for i in range(256)]
 
 
@@ -293,7 +294,10 @@ def gc(
         removed_bytes += sum(sizes[d] for d in gone)
     if dry_run:
         removed_bytes = sum(objects.path(d).stat().st_size for d in removed if objects.has(d))
-    temp_files = [str(p) for p in objects.temp_files() if _old(str(p), cutoff)]
+    # A temporary file is a writer's work in progress (renamed within its batch) until it is
+    # TEMP_MIN_AGE_S old, whatever the grace: removing one under a recorder fails its rename.
+    temp_cutoff = min(cutoff, time.time() - TEMP_MIN_AGE_S)
+    temp_files = [str(p) for p in objects.temp_files() if _old(str(p), temp_cutoff)]
     if not dry_run:
         for name in temp_files:
             try:
