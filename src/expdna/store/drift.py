@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from expdna.store.identity import holds_objects, index_id
+from expdna.store.identity import holds_objects, index_id, read_directory_id
 from expdna.store.index.applied import applied_names
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run
@@ -46,9 +46,17 @@ def check(objects_root: Path, index: Index, log: StoreLog) -> Drift:
     with index.read() as conn:
         runs = int(conn.execute(select(func.count(Run.id))).scalar_one())
         applied = applied_names(conn) if names else set()
-        bound = index_id(conn) is not None
+        recorded = index_id(conn)
+    bound = recorded is not None
     where = shown(index.url)
     problems: list[str] = []
+    directory = read_directory_id(objects_root)
+    if recorded is not None and directory != recorded:
+        held = f"store {directory}" if directory else "no store"
+        problems.append(
+            f"index {where} belongs to store {recorded}, but object directory {objects_root} "
+            f"holds {held}: --store names another store's directory"
+        )
     # A store's index gets its id before its first object (expdna.store.identity): an
     # index without one, over a directory with objects, is not the one they were written for.
     if runs == 0 and not bound and holds_objects(objects_root):
