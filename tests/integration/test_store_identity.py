@@ -50,7 +50,7 @@ def test_an_index_refuses_another_stores_directory_and_an_empty_one(tmp_path: Pa
     assert refused.exit_code == 2
     line = _one_line(refused)
     assert own_id in line and str(empty / "objects") in line and "no store" in line
-    assert not list((empty / "objects").glob("??/*"))  # nothing written
+    assert not empty.exists()  # nothing written, not even the directory
     with Store.open(ours) as store:
         assert len(store.runs()) == 1
 
@@ -91,6 +91,7 @@ def test_a_shared_postgres_index_with_the_wrong_directory(pg_url: str, tmp_path:
     assert refused.exit_code == 2
     line = _one_line(refused)
     assert store_id in line and str(mine / "objects") in line and "127.0.0.1" in line
+    assert not mine.exists()
     run_id = synthetic(0).run_id
     shown = cli(mine, "show", "--inline", run_id, index_url=pg_url)
     assert shown.exit_code == 1

@@ -63,10 +63,10 @@ def test_writers_on_two_nfs_clients_with_gc_lose_nothing(pg_url: str, tmp_path: 
         text=True,
     )
     assert gc.stdout is not None and gc.stdout.readline().strip() == "ready"
+    where = [["--store", str(roots[k % 2]), "--index-url", pg_url] for k in range(4)]
     recorders = [
         subprocess.Popen(
-            [EXPDNA, "--store", str(roots[k % 2]), "--index-url", pg_url, "record", "--scan"]
-            + [str(quarter)],
+            [EXPDNA, *where[k], "record", "--scan", str(quarter)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -162,12 +162,12 @@ class Store:
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
         store = cls(root, index)
         try:
-            root.mkdir(parents=True, exist_ok=True)
-            store.objects.root.mkdir(exist_ok=True)
             auto = index.dialect == "sqlite" if upgrade is None else upgrade
             ensure_current(index, auto_upgrade=auto)
-            if bind:
+            if bind:  # before any directory is made: a refused store is left as it was
                 identity.bind(store.objects.root, index)
+            root.mkdir(parents=True, exist_ok=True)
+            store.objects.root.mkdir(exist_ok=True)
         except OSError as exc:
             index.dispose()
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
