@@ -76,3 +76,36 @@ def test_gc_at_grace_zero_racing_two_recorders_loses_nothing(tmp_path: Path) -> 
         assert checked.ok, checked.problems[:5]
         for i in (0, RUNS // 2, RUNS - 1):
             assert store.load(synthetic(i, setup=i // 2).run_id).run_id  # objects readable
+
+
+def test_an_object_removed_before_the_commit_is_written_again_after_it(tmp_path: Path) -> None:
+    """The interleaving gc's recheck cannot catch: gc deletes an object after asking the
+    index, and the run's transaction commits after that. The recorder's stat after its
+    commit finds the object gone and writes it again."""
+    from expdna.store.record.prepare import prepare
+
+    with Store.open(tmp_path / "store") as store:
+        recorder = store._recorder
+        batch = [prepare(synthetic(i)) for i in range(3)]
+        recorder.put_blobs(batch)  # its log entry, then its objects
+        victim = batch[1].manifest_digest
+        store.objects.remove(victim)  # gc, having found it unreferenced a moment ago
+        results = recorder.index_rows(batch)
+        assert [r.status for r in results] == ["recorded"] * 3
+        assert store.objects.has(victim)
+        assert store.fsck().ok
+
+
+def test_a_stopped_gc_leaves_nothing_a_run_references_in_the_trash(tmp_path: Path) -> None:
+    from expdna.store.maintenance import TRASH
+
+    with Store.open(tmp_path / "store") as store:
+        store.record(synthetic(0))
+        digest = store.get(synthetic(0).run_id).manifest_digest
+        trash = store.objects.root / TRASH
+        trash.mkdir()
+        store.objects.path(digest).rename(trash / f"{digest}.4242")  # gc killed mid-way
+        assert not store.fsck().ok
+        store.gc()
+        assert store.objects.has(digest) and not list(trash.iterdir())
+        assert store.fsck().ok

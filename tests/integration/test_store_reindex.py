@@ -222,3 +222,26 @@ def test_a_lost_postgres_index_is_rebuilt_and_answers_as_before(
     assert done.exit_code == 0, done.output
     assert answers(root, ids, pg_url) == before
     assert cli(root, "fsck", index_url=pg_url).exit_code == 0
+
+
+def test_a_stopped_recorders_entry_is_superseded_by_a_later_record(tmp_path: Path) -> None:
+    root = tmp_path / "store"
+    manifest = synthetic(0)
+    with Store.open(root) as store:
+        store.record(synthetic(1))
+        # what a recorder stopped between its log entry and its transaction leaves behind
+        from expdna.store.record.prepare import prepare
+
+        prepared = prepare(manifest)
+        store.objects.put_many(blob.data for blob in prepared.blobs)
+        entry = store.log.append(
+            "record", {"runs": [[manifest.run_id, prepared.manifest_digest, []]]}
+        )
+    old = time.time() - 3600
+    os.utime(StoreLog(root / "objects").root / entry.name, (old, old))
+    behind = cli(root, "fsck")
+    assert behind.exit_code == 1 and "behind" in behind.stdout
+    with Store.open(root) as store:
+        store.record(manifest)  # recorded again, by a later batch
+    assert cli(root, "fsck").exit_code == 0
+    assert cli(root, "gc", "--grace", "0").exit_code == 0

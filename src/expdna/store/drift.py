@@ -23,6 +23,7 @@ from expdna.store.index.applied import applied_names
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run
 from expdna.store.objects.log import StoreLog
+from expdna.store.record.write import recorded_digests
 
 #: A log entry not applied after this long is not a recorder at work any more.
 STALE_S = 300.0
@@ -67,26 +68,35 @@ def check(objects_root: Path, index: Index, log: StoreLog) -> Drift:
         )
     now = time.time()
     missing = [name for name in names if name not in applied]
-    stale = [name for name in missing if log.age_s(name, now) > STALE_S]
+    pending_digests: set[str] = set()
+    superseded: set[str] = set()
+    entries = {}
+    for name in missing:
+        try:
+            entries[name] = log.read(name)
+        except (OSError, ValueError):
+            continue
+    with index.read() as conn:
+        for name, entry in entries.items():
+            if entry.kind != "record":
+                continue
+            listed = {str(run[0]): str(run[1]) for run in entry.body.get("runs", [])}
+            if recorded_digests(conn, listed) == listed:
+                superseded.add(name)  # a later batch recorded them: a stopped recorder's
+                continue
+            for _run_id, manifest, blobs in entry.body.get("runs", []):
+                pending_digests.add(str(manifest))
+                pending_digests.update(str(blob[0]) for blob in blobs)
+    waiting = [name for name in missing if name not in superseded]
+    stale = [name for name in waiting if log.age_s(name, now) > STALE_S]
     if stale and not problems:
         problems.append(
             f"index {where} is behind object directory {objects_root}: {len(stale)} log "
             f"entries older than {STALE_S:g} s are not in it (first {stale[0]}); {REINDEX}"
         )
-    pending_digests: set[str] = set()
-    for name in missing:
-        try:
-            entry = log.read(name)
-        except (OSError, ValueError):
-            continue
-        if entry.kind == "record":
-            for run_id, manifest, blobs in entry.body.get("runs", []):
-                del run_id
-                pending_digests.add(str(manifest))
-                pending_digests.update(str(blob[0]) for blob in blobs)
     return Drift(
         problems=problems,
-        pending=len(missing) - len(stale),
+        pending=len(waiting) - len(stale),
         entries=len(names),
         pending_digests=pending_digests,
     )

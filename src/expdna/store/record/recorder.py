@@ -23,7 +23,7 @@ import contextlib
 import gc
 import logging
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from sqlalchemy import Connection
@@ -74,6 +74,8 @@ class Recorder:
         self.index = index
         self.log = StoreLog(objects.root)
         self._interned = InternCache()
+        #: the log entry of the batch whose blobs were written last, until its rows are
+        self._entry: LogEntry | None = None
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
         """The blobs of the runs not recorded yet (one look at the index). The objects of
@@ -95,6 +97,7 @@ class Recorder:
                         repair[blob.digest] = blob.data
         if repair:
             self._guarded(lambda: self.objects.rewrite(repair.values()))
+        self._entry = self._log_entry(batch, known)
         return [blob.data for p in batch if p.run_id not in known for blob in p.blobs]
 
     def _guarded(self, write: Callable[[], object]) -> None:
@@ -138,7 +141,7 @@ class Recorder:
         batch = [item for item in items if isinstance(item, Prepared)]
         status: list[RecordStatus] = []
         if batch:
-            entry = self._log_entry(batch)
+            entry, self._entry = self._entry, None  # the entry _todo wrote for this batch
 
             def body(conn: Connection) -> tuple[list[RecordStatus], Interned | None]:
                 if entry is None:
@@ -160,11 +163,10 @@ class Recorder:
             _result(item, next(states)) if isinstance(item, Prepared) else item for item in items
         ]
 
-    def _log_entry(self, batch: Sequence[Prepared]) -> LogEntry | None:
-        """The log entry for the batch's runs not recorded yet, written before their rows
-        (expdna.store.objects.log): what ``reindex`` needs beyond the objects."""
-        with self.index.read() as conn:
-            known = recorded_digests(conn, (p.run_id for p in batch))
+    def _log_entry(self, batch: Sequence[Prepared], known: Mapping[str, str]) -> LogEntry | None:
+        """The log entry for the batch's runs not recorded yet (expdna.store.objects.log):
+        what ``reindex`` needs beyond the objects. Written before their objects, it is also
+        the write-ahead reference gc honours: gc keeps what an unapplied entry names."""
         fresh: dict[str, Prepared] = {}
         for prepared in batch:  # the first of a run id repeated in the batch is recorded
             if prepared.run_id not in known:
@@ -236,6 +238,9 @@ class Recorder:
             # abandoned with a batch at the helper: it finishes it (the blobs stay,
             # unreferenced, for gc) and ends
             helper.close()
+            if self._entry is not None:  # its batch never reached the index
+                self.log.withdraw(self._entry.name)
+                self._entry = None
 
 
 class _Helper:
