@@ -245,3 +245,20 @@ def test_a_stopped_recorders_entry_is_superseded_by_a_later_record(tmp_path: Pat
         store.record(manifest)  # recorded again, by a later batch
     assert cli(root, "fsck").exit_code == 0
     assert cli(root, "gc", "--grace", "0").exit_code == 0
+
+
+def test_preparing_in_worker_processes_rebuilds_the_same_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from expdna.store import reindex as module
+    from expdna.store.config import StoreConfig
+
+    root = tmp_path / "store"
+    ids = build(root)
+    before = answers(root, ids)
+    (root / SQLITE_NAME).unlink()
+    monkeypatch.setattr(module, "PARALLEL_RUNS", 1)  # the path stores of >= 5,000 runs take
+    monkeypatch.setattr(module.os, "cpu_count", lambda: 2)
+    report = module.reindex(StoreConfig.resolve(root))
+    assert report.ok and report.runs == 16, report.problems
+    assert answers(root, ids) == before

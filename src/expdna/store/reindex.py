@@ -17,12 +17,16 @@ with another store's id is refused (exit 2).
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import json
 import logging
+import multiprocessing
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -56,6 +60,9 @@ log = logging.getLogger(__name__)
 Progress = Callable[[int, int], None]
 #: Non-record entries applied in one transaction.
 GROUP = 1000
+#: Runs from which a rebuild prepares manifests in worker processes, and how many at most.
+PARALLEL_RUNS = 5000
+MAX_WORKERS = 8
 ADOPT_BATCH = 500
 
 
@@ -86,6 +93,80 @@ def _manifest_refs(doc: dict[str, Any]) -> dict[str, str]:
     return found
 
 
+def _prepare_one(
+    objects: ObjectDir,
+    memo: SectionMemo,
+    manifest: str,
+    extra: Sequence[Sequence[Any]],
+    source: str,
+    problems: list[str],
+) -> Prepared | None:
+    """A run prepared from its stored manifest, its blobs as the entry lists them."""
+    try:
+        data = objects.read_verified(manifest)
+        prepared = prepare_doc(json.loads(data), source=source, memo=memo)
+    except (ExpdnaError, ValueError) as exc:
+        problems.append(f"{source}: not reindexed: {exc}")
+        return None
+    blobs = [BlobData(manifest, b"", "manifest", stored_size=len(data))]
+    blobs += [
+        BlobData(str(digest), b"", str(kind), stored_size=int(size)) for digest, kind, size in extra
+    ]
+    return replace(prepared, manifest_digest=manifest, blobs=tuple(blobs))
+
+
+#: A worker's object directory and section memo, made on its first entry.
+_WORKER: dict[str, tuple[ObjectDir, SectionMemo]] = {}
+
+
+def _prepare_entry(
+    objects_root: str, name: str, runs: list[list[Any]]
+) -> tuple[list[Prepared], list[str]]:
+    """A record entry's runs, prepared (in a worker process, or here). Returned in one
+    piece, so fact sets shared by its runs stay shared objects."""
+    if objects_root not in _WORKER:
+        _WORKER[objects_root] = (ObjectDir(Path(objects_root)), SectionMemo())
+    objects, memo = _WORKER[objects_root]
+    problems: list[str] = []
+    batch = []
+    for run_id, manifest, extra in runs:
+        source = f"run {run_id} (log entry {name})"
+        found = _prepare_one(objects, memo, str(manifest), extra, source, problems)
+        if found is not None:
+            batch.append(found)
+    return batch, problems
+
+
+def _prepared_entries(
+    objects: ObjectDir, entries: list[LogEntry], runs: int
+) -> Iterator[tuple[list[Prepared], list[str]]]:
+    """Each record entry's prepared runs, in order. Preparing (reading, checking and
+    flattening each manifest) is most of a rebuild's work: with many runs it is spread over
+    worker processes, a few entries ahead of the writer."""
+    root = str(objects.root)
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if runs < PARALLEL_RUNS or workers < 2 or os.name != "posix":
+        for entry in entries:
+            yield _prepare_entry(root, entry.name, entry.body.get("runs", []))
+        return
+    context = multiprocessing.get_context("fork")  # the workers read files, never the index
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        ahead: collections.deque[Future[tuple[list[Prepared], list[str]]]] = collections.deque()
+        pending = iter(entries)
+        for entry in itertools.islice(pending, 2 * workers):
+            ahead.append(pool.submit(_prepare_entry, root, entry.name, entry.body.get("runs", [])))
+        while ahead:
+            done = ahead.popleft().result()
+            following = next(pending, None)
+            if following is not None:
+                ahead.append(
+                    pool.submit(
+                        _prepare_entry, root, following.name, following.body.get("runs", [])
+                    )
+                )
+            yield done
+
+
 class _Rebuild:
     """One rebuild: the object directory, the index being filled, and what went wrong."""
 
@@ -102,19 +183,7 @@ class _Rebuild:
     def prepared(
         self, manifest: str, extra: Sequence[Sequence[Any]], source: str
     ) -> Prepared | None:
-        """A run prepared from its stored manifest, its blobs as the entry lists them."""
-        try:
-            data = self.objects.read_verified(manifest)
-            prepared = prepare_doc(json.loads(data), source=source, memo=self.memo)
-        except (ExpdnaError, ValueError) as exc:
-            self.problems.append(f"{source}: not reindexed: {exc}")
-            return None
-        blobs = [BlobData(manifest, b"", "manifest", stored_size=len(data))]
-        blobs += [
-            BlobData(str(digest), b"", str(kind), stored_size=int(size))
-            for digest, kind, size in extra
-        ]
-        return replace(prepared, manifest_digest=manifest, blobs=tuple(blobs))
+        return _prepare_one(self.objects, self.memo, manifest, extra, source, self.problems)
 
     def write_runs(
         self, batch: list[Prepared], at: datetime, entry: LogEntry | None = None
@@ -137,12 +206,8 @@ class _Rebuild:
         if self.progress is not None:
             self.progress(self.runs, self.total)
 
-    def record_entry(self, entry: LogEntry) -> None:
-        batch = []
-        for run_id, manifest, extra in entry.body.get("runs", []):
-            found = self.prepared(str(manifest), extra, f"run {run_id} (log entry {entry.name})")
-            if found is not None:
-                batch.append(found)
+    def record_entry(self, entry: LogEntry, batch: list[Prepared], problems: list[str]) -> None:
+        self.problems += problems
         if batch:
             self.write_runs(batch, entry.at, entry)
         else:
@@ -221,12 +286,15 @@ def _fill(
     adopted = rebuild.adopt(orphans)
     rebuild.total += adopted
     group: list[LogEntry] = []
+    records = [entry for entry in entries if entry.kind == "record"]
+    prepared = _prepared_entries(objects, records, rebuild.total)
     for entry in entries:
         if entry.kind == "record":
             if group:
                 rebuild.other_entries(group)
                 group = []
-            rebuild.record_entry(entry)
+            batch, problems = next(prepared)
+            rebuild.record_entry(entry, batch, problems)
         else:
             group.append(entry)
             if len(group) >= GROUP:
