@@ -243,11 +243,17 @@ class ObjectDir:
             return False
 
     def present(self, digest: str, size: int) -> bool:
-        """Whether the object is present with ``size`` bytes (one stat)."""
+        """Whether the object is present with ``size`` bytes. Opened, not just stat'ed: an
+        NFS client revalidates a file on open (close-to-open consistency), while a stat may
+        answer from attributes cached before another machine removed it."""
         try:
-            return os.stat(self._final(digest)).st_size == size
+            fd = os.open(self._final(digest), os.O_RDONLY)
         except FileNotFoundError:
             return False
+        try:
+            return os.fstat(fd).st_size == size
+        finally:
+            os.close(fd)
 
     def remove(self, digest: str) -> None:
         """Delete one object (gc only). A read-only file is removable: the directory decides."""
