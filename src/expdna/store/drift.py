@@ -23,7 +23,6 @@ from expdna.store.index.applied import applied_names
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run
 from expdna.store.objects.log import StoreLog
-from expdna.store.record.write import recorded_digests
 
 #: A log entry not applied after this long is not a recorder at work any more.
 STALE_S = 300.0
@@ -76,6 +75,8 @@ def check(objects_root: Path, index: Index, log: StoreLog) -> Drift:
             entries[name] = log.read(name)
         except (OSError, ValueError):
             continue
+    if entries:  # the record pipeline (pydantic), only for an index behind its log
+        from expdna.store.record.write import recorded_digests
     with index.read() as conn:
         for name, entry in entries.items():
             if entry.kind != "record":
