@@ -167,7 +167,9 @@ def test_store_references_that_do_not_resolve(tmp_path: Path) -> None:
     assert cli(root, "diff", runs[0], "missing.json").exit_code == 2  # a file name
     assert cli(root, "check", "a/b").exit_code == 2
     nowhere = cli(tmp_path / "no-store", "diff", "abcdef", runs[0])
-    assert nowhere.exit_code == 1 and "no store at" in nowhere.stderr
+    assert nowhere.exit_code == 2 and f"no store at {tmp_path / 'no-store'}" in nowhere.stderr
+    nowhere = cli(tmp_path / "no-store", "check", runs[0])
+    assert nowhere.exit_code == 2 and f"no store at {tmp_path / 'no-store'}" in nowhere.stderr
     assert not (tmp_path / "no-store").exists()  # looking did not create a store
     with Store.open(root) as store:
         first = store.get(runs[0])

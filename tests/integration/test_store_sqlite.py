@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -240,6 +241,10 @@ def test_gc_removes_only_unreferenced_objects(history: Store) -> None:
     stray = history.objects.put(b"left by a recorder that died")
     temp = history.objects.root / stray[:2] / ".tmp-dead"
     temp.write_bytes(b"half")
+    fresh = history.objects.root / stray[:2] / ".tmp-writing"
+    fresh.write_bytes(b"a recorder's work in progress")
+    old = time.time() - 1200  # a temporary file is a writer's for 10 minutes, at any grace
+    os.utime(temp, (old, old))
     assert history.fsck().ok and history.fsck().unreferenced == 1
     young = history.gc()
     assert young.removed == [] and young.kept_young == 1
@@ -247,7 +252,8 @@ def test_gc_removes_only_unreferenced_objects(history: Store) -> None:
     assert dry.removed == [stray] and history.objects.has(stray) and temp.exists()
     done = history.gc(grace_s=0)
     assert done.removed == [stray] and done.temp_files == [str(temp)]
-    assert not history.objects.has(stray) and not temp.exists()
+    assert not history.objects.has(stray) and not temp.exists() and fresh.exists()
+    fresh.unlink()
     after = history.fsck()
     assert after.ok and after.objects == 41 and after.unreferenced == 0
 

@@ -93,6 +93,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "driver, cuda, nccl, python, the seven section digests and a float column "
         "metric_<name> per final metric.",
     ),
+    "reindex": (
+        "expdna.cli.reindex:reindex_command",
+        "Rebuild the whole index (SQLite or PostgreSQL) from the object directory.",
+    ),
 }
 
 

@@ -2,8 +2,9 @@
 
 A path that exists is a file. Anything else that reads as a run id or a DNA prefix (>= 6
 hex) is looked up in the store (``show``'s resolver: an ambiguous prefix lists its
-candidates, exit 2; an unknown run is exit 1). Text that can only be a file name (it holds
-a path separator or ends in ``.json``) stays a missing file (exit 2), and no store is
+candidates, exit 2; an unknown run is exit 1; no store to look in, exit 2). Text that can
+only be a file name (it holds a path separator or ends in ``.json``) stays a missing file
+(exit 2), and no store is
 created just to find out that a name is not in it. Importing this module stays light: the
 store (SQLAlchemy) is opened only when a name needs it, and once for all names.
 """
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
 from expdna.store.config import StoreConfig
-from expdna.store.errors import RunNotFoundError
+from expdna.store.errors import RunNotFoundError, StoreError
 
 if TYPE_CHECKING:
     from expdna.store.facade import Store
@@ -41,7 +42,7 @@ def _open(config: StoreConfig, missing: str) -> Store:
 
     root = config.root
     if config.index_url is None and not (root / SQLITE_NAME).is_file():
-        raise RunNotFoundError(
+        raise StoreError(  # exit 2, as every query on a missing store
             f"{missing}: no such file, and no store at {root} to look it up in "
             "(--store DIR or EXPDNA_STORE)"
         )

@@ -48,7 +48,18 @@ def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None
     Exit 0 when the store is consistent, 1 naming each problem otherwise. Unreferenced
     objects (left by a recorder that stopped early) are not problems: `expdna gc` removes them.
     """
-    with open_store(config, read_only=True) as store:
+    from expdna.store.errors import StoreError
+    from expdna.store.maintenance import unreadable_index
+
+    try:
+        store = open_store(config, read_only=True)
+    except StoreError as exc:
+        lost = unreadable_index(config, exc)
+        if lost is None:
+            raise
+        click.echo(f"problem: {lost}")
+        ctx.exit(1)
+    with store:
         report = store.fsck()
     if as_json:
         from dataclasses import asdict
@@ -64,6 +75,11 @@ def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None
         f"{len(report.problems)} problems; {report.unreferenced} unreferenced objects, "
         f"{report.temp_files} temporary files (expdna gc removes them)"
     )
+    if report.pending:
+        click.echo(
+            f"{report.pending} log entries not in the index yet: a recorder at work, or one "
+            "that stopped (`expdna reindex` applies them)"
+        )
     ctx.exit(0 if report.ok else 1)
 
 

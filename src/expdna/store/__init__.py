@@ -4,8 +4,9 @@ Importing this package stays light (no SQLAlchemy): :class:`Store` is loaded on 
 Modules, in the order data flows through them:
 
 - ``config``: where a store is (``StoreConfig``: its directory and index URL, resolved once).
-- ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth) and
-  ``blobwriter`` (the process that writes a batch's blobs while the next is checked).
+- ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth),
+  ``blobwriter`` (the process that writes a batch's blobs while the next is checked) and
+  ``log`` (every index-only fact as an immutable entry, written before its rows).
 - ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``
   (the index tables), ``revision`` (the schema revision, light), ``readonly`` (opening
   SQLite for reading only), ``migrate`` (alembic,
@@ -21,6 +22,9 @@ Modules, in the order data flows through them:
   ``checkpoints`` (checkpoints bound to runs), ``metrics`` (metrics added later),
   ``stability`` (metric spread across repeats), ``export`` (Parquet), ``maintenance``
   (fsck, gc).
+- The object directory as the source of truth: ``identity`` (the store id in the directory
+  and the index), ``logged`` (index-only facts written through the log), ``drift`` (an
+  index lost or behind the log) and ``reindex`` (the index rebuilt from the objects).
 - ``facade`` (the ``Store`` API on top), ``entities`` and ``errors`` (what callers get
   back).
 

@@ -24,6 +24,7 @@ from expdna.regular import NotRegularFileError, kind
 from expdna.store import pins
 from expdna.store.entities import PinRecord
 from expdna.store.index.engine import Index
+from expdna.store.objects.log import StoreLog
 
 if TYPE_CHECKING:
     from expdna.digest.cache import DigestCache, StatKey
@@ -109,6 +110,7 @@ def _digest_of(digests: FileDigests, target: str | os.PathLike[str]) -> tuple[st
 
 def pin_file(
     index: Index,
+    log: StoreLog,
     path: str | os.PathLike[str],
     *,
     run: str,
@@ -121,6 +123,7 @@ def pin_file(
         hex_digest, size = _digest_of(digests, target)
     record = pins.pin(
         index,
+        log,
         run_id=run,
         digest=hex_digest,
         name=target.name if name is None else name,

@@ -111,10 +111,37 @@ class FsckReport:
     problems: list[str]
     unreferenced: int
     temp_files: int
+    #: log entries the index has not applied yet, young enough to be a recorder at work
+    pending: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+@dataclass(frozen=True)
+class ReindexReport:
+    """What ``reindex`` rebuilt: runs, log entries replayed, manifests adopted (recorded
+    before the log existed), and what could not be applied (named)."""
+
+    runs: int
+    entries: int
+    adopted: int
+    problems: list[str]
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": self.runs,
+            "entries": self.entries,
+            "adopted": self.adopted,
+            "problems": list(self.problems),
+            "seconds": round(self.seconds, 3),
+        }
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from expdna.digest.refs import ref
 from expdna.errors import ExpdnaError, InvalidInputError, NotFoundError
@@ -39,9 +40,11 @@ class RunNotFoundError(NotFoundError):
 class MissingObjectError(NotFoundError):
     """An object the index references is not in the object directory."""
 
-    def __init__(self, digest: str) -> None:
-        super().__init__(f"object {ref(digest)} is missing from the object directory")
+    def __init__(self, digest: str, directory: Path | None = None) -> None:
+        where = f" {directory}" if directory is not None else ""
+        super().__init__(f"object {ref(digest)} is missing from the object directory{where}")
         self.digest = digest
+        self.directory = directory
 
 
 class CorruptObjectError(StoreError):
@@ -49,8 +52,9 @@ class CorruptObjectError(StoreError):
 
     exit_code = 1
 
-    def __init__(self, digest: str, actual: str) -> None:
-        super().__init__(f"object {ref(digest)} is corrupt: its bytes hash to {ref(actual)}")
+    def __init__(self, digest: str, actual: str, directory: Path | None = None) -> None:
+        where = f" (object directory {directory})" if directory is not None else ""
+        super().__init__(f"object {ref(digest)} is corrupt: its bytes hash to {ref(actual)}{where}")
         self.digest = digest
         self.actual = actual
 
@@ -73,3 +77,13 @@ class IndexUnavailableError(StoreError):
 
 class IndexRevisionError(StoreError):
     """The index schema is not at the revision this expdna needs."""
+
+
+class StoreIdentityError(StoreError):
+    """An index and an object directory that are not the same store's (exit 2)."""
+
+
+class IndexLostError(StoreError):
+    """The index looks lost or behind the object directory: ``expdna reindex`` (exit 1)."""
+
+    exit_code = 1

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS
-from expdna.store import maintenance, queries
+from expdna.store import identity, maintenance, queries
 from expdna.store.config import StoreConfig
 from expdna.store.entities import (
     FsckReport,
@@ -49,6 +49,7 @@ from expdna.store.index.migrate import (
 )
 from expdna.store.index.readonly import writable
 from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.log import StoreLog
 from expdna.store.queries import Filter
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class Store:
     def __init__(self, root: Path, index: Index) -> None:
         self.root = root
         self.objects = ObjectDir(root / OBJECTS)
+        self.log = StoreLog(self.objects.root)
         self.index = index
         self._pipeline: tuple[Recorder, SectionMemo] | None = None
 
@@ -157,10 +159,12 @@ class Store:
         upgrade: bool | None = None,
         checked: bool = True,
         read_only: bool = False,
+        bind: bool = True,
     ) -> Store:
         """The store ``config`` names, as :meth:`open` (``checked=False``:
         :meth:`open_unchecked`, no directory made and no revision check;
-        ``read_only=True``: :meth:`open_for_reading`)."""
+        ``read_only=True``: :meth:`open_for_reading`; ``bind=False``: the store id is not
+        checked, for ``reindex``, which sets it)."""
         root = config.root
         if read_only:
             return cls._for_reading(config, mounts_file=mounts_file, upgrade=upgrade)
@@ -172,10 +176,12 @@ class Store:
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
         store = cls(root, index)
         try:
-            root.mkdir(parents=True, exist_ok=True)
-            store.objects.root.mkdir(exist_ok=True)
             auto = index.dialect == "sqlite" if upgrade is None else upgrade
             ensure_current(index, auto_upgrade=auto)
+            if bind:  # before any directory is made: a refused store is left as it was
+                identity.bind(store.objects.root, index)
+            root.mkdir(parents=True, exist_ok=True)
+            store.objects.root.mkdir(exist_ok=True)
         except OSError as exc:
             index.dispose()
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
@@ -456,7 +462,7 @@ class Store:
         """
         from expdna.store import metrics as metrics_mod
 
-        return metrics_mod.record_metrics(self.index, run_id, metrics)
+        return metrics_mod.record_metrics(self.index, self.log, run_id, metrics)
 
     def metrics(self, ref: str) -> dict[str, float]:
         """The numeric final metrics of a run (by id or DNA prefix), by flattened name."""
@@ -477,7 +483,9 @@ class Store:
         (id or DNA prefix) and its DNA. Pinning it again changes nothing."""
         from expdna.store import pins
 
-        return pins.pin(self.index, run_id=run_id, digest=digest, name=name, path=path, size=size)
+        return pins.pin(
+            self.index, self.log, run_id=run_id, digest=digest, name=name, path=path, size=size
+        )
 
     def pin_file(
         self,
@@ -494,7 +502,9 @@ class Store:
         """
         from expdna.store import checkpoints
 
-        return checkpoints.pin_file(self.index, path, run=run, name=name, use_cache=use_cache)
+        return checkpoints.pin_file(
+            self.index, self.log, path, run=run, name=name, use_cache=use_cache
+        )
 
     def which(self, target: str, *, use_cache: bool = True) -> list[PinRecord]:
         """The pins answering ``target``, newest first: an existing file by its content (a
@@ -508,7 +518,7 @@ class Store:
         prefixes); True when the edge is new. A cycle or a self-link is refused (exit 2)."""
         from expdna.store import lineage
 
-        return lineage.link_runs(self.index, parent, child, relation)
+        return lineage.link_runs(self.index, self.log, parent, child, relation)
 
     def lineage(self, ref: str) -> LineageReport:
         """Ancestors and descendants of a run, transitively, nearest first. A run id that is
@@ -549,9 +559,11 @@ class Store:
         return upgrade(self.index)
 
     def fsck(self) -> FsckReport:
-        return maintenance.fsck(self.objects, self.index)
+        return maintenance.fsck(self.objects, self.index, self.log)
 
     def gc(
         self, *, dry_run: bool = False, grace_s: float = maintenance.DEFAULT_GRACE_S
     ) -> GcReport:
-        return maintenance.gc(self.objects, self.index, dry_run=dry_run, grace_s=grace_s)
+        return maintenance.gc(
+            self.objects, self.index, dry_run=dry_run, grace_s=grace_s, log_dir=self.log
+        )

@@ -25,6 +25,8 @@ from expdna.store.errors import RunNotFoundError
 from expdna.store.index.bulk import chunks, insert_ignore
 from expdna.store.index.engine import Index
 from expdna.store.index.models import LINEAGE_KEY, Lineage, Run
+from expdna.store.logged import write_logged
+from expdna.store.objects.log import LogEntry, StoreLog
 from expdna.store.queries import resolve
 
 
@@ -40,15 +42,21 @@ def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-def insert_edges(conn: Connection, edges: Iterable[tuple[str, str, str]], source: str) -> int:
+def insert_edges(
+    conn: Connection,
+    edges: Iterable[tuple[str, str, str]],
+    source: str,
+    at: datetime | None = None,
+) -> int:
     """Insert (parent, child, relation) edges not present yet; returns how many were new."""
+    moment = at or now()
     rows = [
         {
             "parent_run_id": parent,
             "child_run_id": child,
             "relation": relation,
             "source": source,
-            "recorded_at": now(),
+            "recorded_at": moment,
         }
         for parent, child, relation in sorted(set(edges))
     ]
@@ -130,11 +138,8 @@ def has_edges(conn: Connection, run_id: str) -> bool:
     return False
 
 
-def link(conn: Connection, parent: str, child: str, relation: str) -> bool:
-    """Record ``child <relation> parent`` (source ``link``); True when it was new.
-
-    Refuses (exit 2) an edge from a run to itself or one that would close a cycle.
-    """
+def check_link(conn: Connection, parent: str, child: str, relation: str) -> None:
+    """Refuse (exit 2) an edge from a run to itself or one that would close a cycle."""
     check_relation(relation)
     if parent == child:
         raise InvalidInputError(f"cannot link run {child} to itself")
@@ -142,17 +147,31 @@ def link(conn: Connection, parent: str, child: str, relation: str) -> bool:
         raise InvalidInputError(
             f"{child} is already an ancestor of {parent}: linking would make a cycle"
         )
-    return insert_edges(conn, [(parent, child, relation)], "link") > 0
 
 
-def link_runs(index: Index, parent: str, child: str, relation: str) -> bool:
-    """:meth:`expdna.store.Store.link`: both runs resolved, then one write transaction."""
+def link(
+    conn: Connection, parent: str, child: str, relation: str, at: datetime | None = None
+) -> bool:
+    """Record ``child <relation> parent`` (source ``link``); True when it was new."""
+    check_link(conn, parent, child, relation)
+    return insert_edges(conn, [(parent, child, relation)], "link", at) > 0
+
+
+def apply_entry(conn: Connection, entry: LogEntry) -> bool:
+    """A ``link`` log entry's edge (``expdna link``, or ``reindex`` replaying it)."""
+    body = entry.body
+    return link(conn, str(body["parent"]), str(body["child"]), str(body["relation"]), entry.at)
+
+
+def link_runs(index: Index, log: StoreLog, parent: str, child: str, relation: str) -> bool:
+    """:meth:`expdna.store.Store.link`: both runs resolved and the edge checked, logged,
+    then one write transaction."""
     check_relation(relation)
-
-    def body(conn: Connection) -> bool:
-        return link(conn, resolve(conn, parent).run_id, resolve(conn, child).run_id, relation)
-
-    return index.write_retrying(body)
+    with index.read() as conn:
+        parent_id, child_id = resolve(conn, parent).run_id, resolve(conn, child).run_id
+        check_link(conn, parent_id, child_id, relation)
+    body = {"parent": parent_id, "child": child_id, "relation": relation}
+    return write_logged(index, log, "link", body, apply_entry)
 
 
 def report(index: Index, ref: str) -> LineageReport:

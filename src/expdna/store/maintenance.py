@@ -5,8 +5,15 @@ whose digest starts with ``ab``), so memory stays flat however many runs are rec
 
 An unreferenced object (written by a recorder that stopped before its index transaction
 committed) is not a problem: it is what the write order promises at worst, and ``gc``
-removes it. gc leaves alone objects and temporary files younger than a grace period,
-because a recorder running now may be about to reference them.
+removes it. gc leaves alone objects and temporary files younger than a grace period.
+
+gc and recorders share no lock (flock is not dependable on NFS): gc moves an object it
+found unreferenced into ``objects/trash/`` (one atomic rename), asks the index again, and
+puts it back if a run references it now; a recorder, once its transaction has committed,
+stats every object its runs reference and writes again any that is gone
+(expdna.store.record.recorder). Whichever way the two interleave, a committed run ends with
+its objects, at any grace. gc also keeps objects named by log entries the index has not
+applied yet, and runs not at all while the index looks lost (expdna.store.drift).
 """
 
 from __future__ import annotations
@@ -15,20 +22,26 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from sqlalchemy import Connection, delete, exists, func, select
 
 from expdna.digest import ALGORITHM
 from expdna.digest.refs import ref
+from expdna.store import drift
+from expdna.store.config import StoreConfig
 from expdna.store.entities import FsckReport, GcReport
-from expdna.store.errors import CorruptObjectError, MissingObjectError
+from expdna.store.errors import CorruptObjectError, IndexLostError, MissingObjectError, StoreError
+from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Blob, Run, RunBlob
 from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.log import StoreLog
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_S = 3600.0
+TEMP_MIN_AGE_S = 600.0
 FANS = [f"{i:02x}" for i in range(256)]
 
 
@@ -62,9 +75,19 @@ def _first_referrer(conn: Connection, blob_id: int) -> str | None:
     return None if found is None else str(found)
 
 
-def fsck(objects: ObjectDir, index: Index) -> FsckReport:
-    """Re-hash every object and check every blob the index references is present."""
-    problems: list[str] = []
+def fsck(objects: ObjectDir, index: Index, log: StoreLog | None = None) -> FsckReport:
+    """Re-hash every object and log entry, check every blob the index references is
+    present, and that the index is neither lost nor behind the log."""
+    log = log or StoreLog(objects.root)
+    standing = drift.check(objects.root, index, log)
+    problems: list[str] = list(standing.problems)
+    for name in log.names():
+        try:
+            log.read(name)
+        except ValueError as exc:
+            problems.append(str(exc))
+        except FileNotFoundError:
+            continue
     count = unreferenced = 0
     for fan in FANS:
         on_disk = _objects_in(objects, fan)
@@ -109,6 +132,7 @@ def fsck(objects: ObjectDir, index: Index) -> FsckReport:
         problems=problems,
         unreferenced=unreferenced,
         temp_files=temp_files,
+        pending=standing.pending,
     )
 
 
@@ -135,14 +159,95 @@ def _unreferenced_rows(conn: Connection, fan: str) -> Iterator[tuple[str, int]]:
     yield from ((str(digest), int(blob_id)) for digest, blob_id in rows)
 
 
+def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
+    """Why fsck cannot open a store's SQLite index that its objects outlive (missing,
+    unreadable), naming ``reindex``; None when that is not the case."""
+    from expdna.store import SQLITE_NAME
+    from expdna.store.identity import holds_objects
+
+    if config.index_url is not None or not holds_objects(config.root / "objects"):
+        return None
+    database = config.root / SQLITE_NAME
+    state = "is missing" if not database.exists() else f"cannot be read ({error})"
+    return (
+        f"index {database} {state}, but object directory {config.root / 'objects'} holds "
+        f"objects; {drift.REINDEX}"
+    )
+
+
+TRASH = "trash"
+
+
+def _trash_path(objects: ObjectDir, digest: str) -> Path:
+    return objects.root / TRASH / f"{digest}.{os.getpid()}"
+
+
+def _referenced(conn: Connection, digests: list[str]) -> set[str]:
+    """Those of ``digests`` a recorded run references now."""
+    found: set[str] = set()
+    for part in chunks(sorted(digests)):
+        linked = exists().where(RunBlob.blob_id == Blob.id)
+        direct = exists().where(Run.manifest_blob_id == Blob.id)
+        rows = conn.execute(
+            select(Blob.digest)
+            .where(Blob.digest.in_(part), Blob.algorithm == ALGORITHM)
+            .where(linked | direct)
+        )
+        found.update(str(d) for d in rows.scalars())
+    return found
+
+
+def _settle(objects: ObjectDir, index: Index, trashed: dict[str, Path]) -> list[str]:
+    """Put back the trashed objects a run references now, delete the rest; returns the
+    digests deleted."""
+    if not trashed:
+        return []
+    with index.read() as conn:
+        keep = _referenced(conn, list(trashed))
+    removed = []
+    for digest, where in trashed.items():
+        if digest in keep:
+            log.info("gc: object %s was referenced meanwhile; put back", digest)
+            final = objects.path(digest)
+            final.parent.mkdir(exist_ok=True)
+            os.replace(where, final)
+        else:
+            where.unlink(missing_ok=True)
+            removed.append(digest)
+    return removed
+
+
+def _recover_trash(objects: ObjectDir, index: Index) -> None:
+    """Settle what a gc that was stopped left in the trash."""
+    directory = objects.root / TRASH
+    if not directory.is_dir():
+        return
+    left = {}
+    for entry in os.scandir(directory):
+        digest = entry.name.split(".", 1)[0]
+        if len(digest) == 64:
+            left[digest] = Path(entry.path)
+    _settle(objects, index, left)
+
+
 def gc(
     objects: ObjectDir,
     index: Index,
     *,
     dry_run: bool = False,
     grace_s: float = DEFAULT_GRACE_S,
+    log_dir: StoreLog | None = None,
 ) -> GcReport:
-    """Remove objects no run references, and stray temporary files, older than ``grace_s``."""
+    """Remove objects no run references, and stray temporary files, older than ``grace_s``.
+
+    Refuses (:class:`IndexLostError`, exit 1) while the index looks lost or behind.
+    """
+    store_log = log_dir or StoreLog(objects.root)
+    standing = drift.check(objects.root, index, store_log)
+    if standing.problems:
+        raise IndexLostError(f"gc removes nothing: {standing.problems[0]}")
+    if not dry_run:
+        _recover_trash(objects, index)
     cutoff = time.time() - grace_s
     removed: list[str] = []
     removed_bytes = kept_young = 0
@@ -153,16 +258,28 @@ def gc(
         with index.read() as conn:
             known = _blob_rows(conn, fan).keys()
             stale_rows = dict(_unreferenced_rows(conn, fan))
-        candidates = (on_disk - known) | (stale_rows.keys() & on_disk)
+        candidates = ((on_disk - known) | (stale_rows.keys() & on_disk)) - standing.pending_digests
+        trashed: dict[str, Path] = {}
+        sizes: dict[str, int] = {}
         for digest in sorted(candidates):
             path = objects.path(digest)
             if not _old(str(path), cutoff):
                 kept_young += 1
                 continue
-            removed.append(digest)
-            removed_bytes += path.stat().st_size
-            if dry_run:
+            try:
+                sizes[digest] = path.stat().st_size
+            except FileNotFoundError:
                 continue
+            if dry_run:
+                removed.append(digest)
+                continue
+            where = _trash_path(objects, digest)
+            where.parent.mkdir(exist_ok=True)
+            try:
+                os.replace(path, where)
+            except FileNotFoundError:
+                continue
+            trashed[digest] = where
             if digest in stale_rows:
                 with index.write() as conn:
                     conn.execute(
@@ -172,8 +289,15 @@ def gc(
                             ~exists().where(Run.manifest_blob_id == Blob.id),
                         )
                     )
-            objects.remove(digest)
-    temp_files = [str(p) for p in objects.temp_files() if _old(str(p), cutoff)]
+        gone = _settle(objects, index, trashed) if not dry_run else []
+        removed += gone
+        removed_bytes += sum(sizes[d] for d in gone)
+    if dry_run:
+        removed_bytes = sum(objects.path(d).stat().st_size for d in removed if objects.has(d))
+    # A temporary file is a writer's work in progress (renamed within its batch) until it is
+    # TEMP_MIN_AGE_S old, whatever the grace: removing one under a recorder fails its rename.
+    temp_cutoff = min(cutoff, time.time() - TEMP_MIN_AGE_S)
+    temp_files = [str(p) for p in objects.temp_files() if _old(str(p), temp_cutoff)]
     if not dry_run:
         for name in temp_files:
             try:

@@ -21,6 +21,8 @@ from expdna.store.index.bulk import bulk_insert, chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
 from expdna.store.index.models import Fact, FactPath, FactValue, Metric
+from expdna.store.logged import write_logged
+from expdna.store.objects.log import LogEntry, StoreLog
 from expdna.store.queries import resolve, run_pk
 from expdna.store.record.flatten import flatten
 
@@ -111,16 +113,22 @@ def read_metrics(conn: Connection, run: int) -> dict[str, float]:
     return {str(name): float(value) for name, value in rows}
 
 
-def record_metrics(index: Index, run_id: str, metrics: Mapping[str, Any]) -> dict[str, float]:
-    """:meth:`expdna.store.Store.record_metrics`."""
+def apply_entry(conn: Connection, entry: LogEntry) -> dict[str, float]:
+    """A ``metrics`` log entry's rows (recording it, or ``reindex`` replaying it)."""
+    key = run_pk(conn, str(entry.body["run_id"]))
+    upsert_metrics(conn, key, dict(entry.body["metrics"]))
+    return read_metrics(conn, key)
+
+
+def record_metrics(
+    index: Index, log: StoreLog, run_id: str, metrics: Mapping[str, Any]
+) -> dict[str, float]:
+    """:meth:`expdna.store.Store.record_metrics`: checked, logged, one write transaction."""
     clean = plain_metrics(metrics)
-
-    def body(conn: Connection) -> dict[str, float]:
-        key = run_pk(conn, run_id)
-        upsert_metrics(conn, key, clean)
-        return read_metrics(conn, key)
-
-    return index.write_retrying(body)
+    with index.read() as conn:
+        run_pk(conn, run_id)  # an unknown run is refused before anything is written
+    body = {"run_id": run_id, "metrics": clean}
+    return write_logged(index, log, "metrics", body, apply_entry)
 
 
 def metrics_of(index: Index, ref: str) -> dict[str, float]:

@@ -18,6 +18,8 @@ from expdna.errors import InvalidInputError
 from expdna.store.entities import PinRecord
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Pin, Run
+from expdna.store.logged import write_logged
+from expdna.store.objects.log import LogEntry, StoreLog
 from expdna.store.queries import resolve, run_pk
 
 if TYPE_CHECKING:
@@ -78,6 +80,7 @@ def add_pin(
     name: str | None,
     path: str | None,
     size: int | None,
+    pinned_at: datetime | None = None,
 ) -> PinRecord:
     """Insert the pin (inside a write transaction) unless the run holds it already."""
     if conn.dialect.name == "postgresql":
@@ -101,7 +104,7 @@ def add_pin(
                 name=name,
                 path=path,
                 size=size,
-                pinned_at=datetime.now(timezone.utc).replace(tzinfo=None),
+                pinned_at=pinned_at or datetime.now(timezone.utc).replace(tzinfo=None),
             )
         )
     elif (path, size) != (existing.path, existing.size) and path is not None:
@@ -129,8 +132,25 @@ def by_name(conn: Connection, name: str) -> list[PinRecord]:
     return select_pins(conn, Pin.name == name)
 
 
+def apply_entry(conn: Connection, entry: LogEntry) -> PinRecord:
+    """A ``pin`` log entry's rows (recording it, or ``reindex`` replaying it)."""
+    body = entry.body
+    run = resolve(conn, str(body["run_id"]))
+    return add_pin(
+        conn,
+        run_pk=run_pk(conn, run.run_id),
+        dna=run.dna,
+        digest=str(body["digest"]),
+        name=body.get("name"),
+        path=body.get("path"),
+        size=body.get("size"),
+        pinned_at=entry.at,
+    )
+
+
 def pin(
     index: Index,
+    log: StoreLog,
     *,
     run_id: str,
     digest: str,
@@ -138,22 +158,12 @@ def pin(
     path: str | None = None,
     size: int | None = None,
 ) -> PinRecord:
-    """:meth:`expdna.store.Store.pin`: checked, then one write transaction."""
+    """:meth:`expdna.store.Store.pin`: checked, logged, then one write transaction."""
     hex_digest = parse_digest(digest)
     checked = check_name(name)
     if size is not None and (not isinstance(size, int) or size < 0):
         raise InvalidInputError(f"pin size {size!r} is not a byte count")
-
-    def body(conn: Connection) -> PinRecord:
+    with index.read() as conn:
         run = resolve(conn, run_id)
-        return add_pin(
-            conn,
-            run_pk=run_pk(conn, run.run_id),
-            dna=run.dna,
-            digest=hex_digest,
-            name=checked,
-            path=path,
-            size=size,
-        )
-
-    return index.write_retrying(body)
+    body = {"run_id": run.run_id, "digest": hex_digest, "name": checked, "path": path, "size": size}
+    return write_logged(index, log, "pin", body, apply_entry)

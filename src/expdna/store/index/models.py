@@ -261,3 +261,24 @@ SECTION_COLUMNS = {
     "runtime": Run.runtime_digest,
     "data": Run.data_digest,
 }
+
+
+class StoreMeta(Base):
+    """Facts about the index itself; ``store_id``: the id of the object directory whose
+    objects this index describes (expdna.store.identity)."""
+
+    __tablename__ = "store_meta"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class StoreLogEntry(Base):
+    """A log entry of the object directory (expdna.store.objects.log) whose facts this
+    index holds: written in the transaction that applies it, so an entry without a row is
+    one the index is behind on."""
+
+    __tablename__ = "store_log"
+
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))

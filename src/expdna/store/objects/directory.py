@@ -40,7 +40,7 @@ class _Pending:
     final: str
 
 
-def _fsync_path(path: str | Path) -> None:
+def fsync_path(path: str | Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -106,9 +106,14 @@ class ObjectDir:
                 seen.add(digest)
                 fan = os.path.join(self.root, digest[:2])
                 final = os.path.join(fan, digest[2:])
-                if os.path.exists(final):
+                try:
+                    present = os.stat(final).st_size == len(data)
+                except FileNotFoundError:
+                    present = False
+                if present:
                     self._touch(final)
                     continue
+                # absent, or cut short (a damaged disk): written afresh and renamed over it
                 pending.append(_Pending(self._write_temp(fan, digest, data), final))
             if pending:
                 self._commit(pending)
@@ -150,14 +155,14 @@ class ObjectDir:
         bulk = len(pending) > 4 and _syncfs(self.root)
         if not bulk:
             for item in pending:
-                _fsync_path(item.temp)
+                fsync_path(item.temp)
         for item in pending:
             os.replace(item.temp, item.final)
         if bulk and _syncfs(self.root):
             return
         if os.name == "posix":  # a rename is durable once its directory is synced
             for directory in {os.path.dirname(item.final) for item in pending}:
-                _fsync_path(directory)
+                fsync_path(directory)
 
     @staticmethod
     def _touch(path: str) -> None:
@@ -173,7 +178,7 @@ class ObjectDir:
         try:
             return path.read_bytes()
         except FileNotFoundError:
-            raise MissingObjectError(parse_digest(digest)) from None
+            raise MissingObjectError(parse_digest(digest), self.root) from None
 
     def read_verified(self, digest: str) -> bytes:
         """The object's bytes after checking they still hash to ``digest``."""
@@ -181,7 +186,7 @@ class ObjectDir:
         expected = parse_digest(digest)
         actual = hex_of(data)
         if actual != expected:
-            raise CorruptObjectError(expected, actual)
+            raise CorruptObjectError(expected, actual, self.root)
         return data
 
     def verify(self, digest: str) -> None:
@@ -208,6 +213,47 @@ class ObjectDir:
                 for entry in os.scandir(fan.path):
                     if entry.name.startswith(TEMP_PREFIX):
                         yield Path(entry.path)
+
+    def rewrite(self, blobs: Iterable[bytes]) -> None:
+        """Write ``blobs`` even where an object of that name exists: repairs a missing or
+        corrupt object (the new file is renamed over the old one)."""
+        pending: list[_Pending] = []
+        try:
+            for data in {hex_of(b): b for b in blobs}.items():
+                digest, raw = data
+                fan = os.path.join(self.root, digest[:2])
+                pending.append(_Pending(self._write_temp(fan, digest, raw), self._final(digest)))
+            if pending:
+                self._commit(pending)
+        except BaseException:
+            for item in pending:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(item.temp)
+            raise
+
+    def _final(self, digest: str) -> str:
+        return os.path.join(self.root, digest[:2], digest[2:])
+
+    def holds(self, digest: str, data: bytes) -> bool:
+        """Whether the object ``digest`` is present with exactly ``data`` (verify on skip)."""
+        try:
+            with open(self._final(digest), "rb") as handle:
+                return handle.read(len(data) + 1) == data
+        except FileNotFoundError:
+            return False
+
+    def present(self, digest: str, size: int) -> bool:
+        """Whether the object is present with ``size`` bytes. Opened, not just stat'ed: an
+        NFS client revalidates a file on open (close-to-open consistency), while a stat may
+        answer from attributes cached before another machine removed it."""
+        try:
+            fd = os.open(self._final(digest), os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            return os.fstat(fd).st_size == size
+        finally:
+            os.close(fd)
 
     def remove(self, digest: str) -> None:
         """Delete one object (gc only). A read-only file is removable: the directory decides."""

@@ -32,6 +32,12 @@ class BlobData:
     digest: str
     data: bytes
     kind: str
+    #: the object's size when ``data`` is not held (a run rebuilt by ``reindex``)
+    stored_size: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.stored_size is None else self.stored_size
 
 
 @dataclass(frozen=True)

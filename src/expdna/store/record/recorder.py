@@ -23,15 +23,19 @@ import contextlib
 import gc
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+
+from sqlalchemy import Connection
 
 from expdna.store.entities import RecordResult, RecordStatus, iso
 from expdna.store.errors import StoreError
+from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
-from expdna.store.index.intern import InternCache
+from expdna.store.index.intern import InternCache, Interned
 from expdna.store.objects.blobwriter import BlobWriter
 from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.log import LogEntry, StoreLog
 from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
 from expdna.store.record.write import recorded_digests, write_batch
@@ -69,24 +73,47 @@ class Recorder:
     def __init__(self, objects: ObjectDir, index: Index) -> None:
         self.objects = objects
         self.index = index
+        self.log = StoreLog(objects.root)
         self._interned = InternCache()
+        #: the log entry of the batch whose blobs were written last, until its rows are
+        self._entry: LogEntry | None = None
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
-        """The blobs of the runs not recorded yet (one look at the index)."""
+        """The blobs of the runs not recorded yet (one look at the index). The objects of
+        runs recorded already with this manifest are verified, and rewritten here when
+        missing or corrupt (a skipped run repairs its store)."""
         with self.index.read() as conn:
             known = recorded_digests(conn, (p.run_id for p in batch))
             # a run the index will refuse for a lineage cycle leaves no blobs behind
             if any(p.lineage for p in batch):
                 known.update(cyclic(conn, [p for p in batch if p.run_id not in known]))
+        repair: dict[str, bytes] = {}
+        for prepared in batch:
+            if known.get(prepared.run_id) == prepared.manifest_digest:
+                for blob in prepared.blobs:
+                    if blob.digest not in repair and not self.objects.holds(blob.digest, blob.data):
+                        log.warning(
+                            "run %s: object %s was missing or corrupt in %s; rewriting it",
+                            prepared.run_id,
+                            blob.digest,
+                            self.objects.root,
+                        )
+                        repair[blob.digest] = blob.data
+        if repair:
+            self._guarded(lambda: self.objects.rewrite(repair.values()))
+        self._entry = self._log_entry(batch, known)
         return [blob.data for p in batch if p.run_id not in known for blob in p.blobs]
 
-    def _write_here(self, blobs: Sequence[bytes]) -> None:
+    def _guarded(self, write: Callable[[], object]) -> None:
         try:
-            self.objects.put_many(blobs)
+            write()
         except OSError as exc:
             raise StoreError(
                 f"object directory {self.objects.root}: {exc.strerror or exc}"
             ) from None
+
+    def _write_here(self, blobs: Sequence[bytes]) -> None:
+        self._guarded(lambda: self.objects.put_many(blobs))
 
     def put_blobs(self, batch: Sequence[Prepared]) -> None:
         """Write the blobs of the runs not recorded yet, in this process."""
@@ -119,16 +146,63 @@ class Recorder:
         status: list[RecordStatus] = []
         refused: dict[str, str] = {}
         if batch:
-            status, interned = self.index.write_retrying(
-                lambda conn: write_batch(conn, batch, self._interned, refused)
-            )
+            entry, self._entry = self._entry, None  # the entry _todo wrote for this batch
+
+            def body(conn: Connection) -> tuple[list[RecordStatus], Interned | None]:
+                if entry is None:
+                    return write_batch(conn, batch, self._interned, refused)
+                log_applied(conn, entry.name, entry.kind)
+                return write_batch(conn, batch, self._interned, refused, recorded_at=entry.at)
+
+            try:
+                status, interned = self.index.write_retrying(body)
+            except BaseException:
+                if entry is not None:  # never applied: not a fact the index is behind on
+                    self.log.withdraw(entry.name)
+                raise
             if interned is not None:  # only ids from a committed transaction may be reused
                 self._interned.add(interned)
+            self._ensure_objects(batch, status)
         states = iter(status)
         return [
             _result(item, next(states), refused) if isinstance(item, Prepared) else item
             for item in items
         ]
+
+    def _log_entry(self, batch: Sequence[Prepared], known: Mapping[str, str]) -> LogEntry | None:
+        """The log entry for the batch's runs not recorded yet (expdna.store.objects.log):
+        what ``reindex`` needs beyond the objects. Written before their objects, it is also
+        the write-ahead reference gc honours: gc keeps what an unapplied entry names."""
+        fresh: dict[str, Prepared] = {}
+        for prepared in batch:  # the first of a run id repeated in the batch is recorded
+            if prepared.run_id not in known:
+                fresh.setdefault(prepared.run_id, prepared)
+        if not fresh:
+            return None
+        runs = [
+            [p.run_id, p.manifest_digest, [[b.digest, b.kind, len(b.data)] for b in p.blobs[1:]]]
+            for p in fresh.values()
+        ]
+        try:
+            return self.log.append("record", {"runs": runs})
+        except OSError as exc:
+            raise StoreError(f"object directory {self.objects.root}: {exc.strerror}") from None
+
+    def _ensure_objects(self, batch: Sequence[Prepared], status: Sequence[RecordStatus]) -> None:
+        """After the commit: every object the batch's runs reference is present, else it is
+        written again. gc checks references before it deletes, but a run committed just
+        after that check would lose an object gc removes; one stat an object closes that
+        window without any lock (expdna.store.maintenance)."""
+        missing: dict[str, bytes] = {}
+        for prepared, state in zip(batch, status, strict=True):
+            if state in ("conflict", "failed"):  # a refused run leaves no objects
+                continue
+            for blob in prepared.blobs:
+                if not self.objects.present(blob.digest, len(blob.data)):
+                    missing[blob.digest] = blob.data
+        if missing:
+            log.info("rewriting %d objects removed while their runs were recorded", len(missing))
+            self._guarded(lambda: self.objects.rewrite(missing.values()))
 
     def run(self, batches: Iterable[Sequence[BatchItem]]) -> Iterator[RecordResult]:
         """Record every batch in turn (making each, when ``batches`` is lazy, overlaps
@@ -170,6 +244,9 @@ class Recorder:
             # abandoned with a batch at the helper: it finishes it (the blobs stay,
             # unreferenced, for gc) and ends
             helper.close()
+            if self._entry is not None:  # its batch never reached the index
+                self.log.withdraw(self._entry.name)
+                self._entry = None
 
 
 class _Helper:

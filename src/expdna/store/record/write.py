@@ -59,6 +59,8 @@ def write_batch(
     batch: Sequence[Prepared],
     cache: InternCache,
     refused: dict[str, str] | None = None,
+    *,
+    recorded_at: datetime | None = None,
 ) -> tuple[list[RecordStatus], Interned | None]:
     """Insert the index rows of ``batch``; returns each entry's status, in order, and the
     interned ids (for ``cache``, once the transaction has committed).
@@ -99,7 +101,7 @@ def write_batch(
                 {
                     "digest": blob.digest,
                     "algorithm": ALGORITHM,
-                    "size": len(blob.data),
+                    "size": blob.size,
                     "kind": blob.kind,
                 },
             )
@@ -113,7 +115,7 @@ def write_batch(
     value_ids = interned.values
     set_ids = intern_sets(conn, sets, interned, cache)
 
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = recorded_at or datetime.now(timezone.utc).replace(tzinfo=None)
     run_rows = [
         {**p.row, "manifest_blob_id": ids[p.manifest_digest], "recorded_at": now} for p in new
     ]

@@ -1,0 +1,53 @@
+"""Index-only facts written through the log: the entry first, then the row that applies it.
+
+``pin``, ``link`` and metrics updates each write one log entry (expdna.store.objects.log)
+and then, in one index transaction, the rows and the entry's name. ``reindex`` replays the
+same entries through the same functions (:data:`APPLY`), so a rebuilt index holds what the
+old one held, times included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+
+from expdna.store.index.applied import log_applied
+from expdna.store.index.engine import Index
+from expdna.store.objects.log import LogEntry, StoreLog
+
+T = TypeVar("T")
+
+#: How an entry of a kind changes the index, given a write transaction.
+Apply = Callable[[Connection, LogEntry], Any]
+
+
+def write_logged(
+    index: Index,
+    log: StoreLog,
+    kind: str,
+    body: dict[str, Any],
+    apply: Callable[[Connection, LogEntry], T],
+) -> T:
+    """Append the entry, then apply it and mark it applied in one transaction. An entry
+    whose transaction fails is withdrawn: the index was never told it."""
+    entry = log.append(kind, body)
+
+    def transaction(conn: Connection) -> T:
+        result = apply(conn, entry)
+        log_applied(conn, entry.name, entry.kind)
+        return result
+
+    try:
+        return index.write_retrying(transaction)
+    except BaseException:
+        log.withdraw(entry.name)
+        raise
+
+
+def appliers() -> dict[str, Apply]:
+    """Kind -> how to apply it (imported on use: each module pulls its own tables)."""
+    from expdna.store import lineage, metrics, pins
+
+    return {"pin": pins.apply_entry, "link": lineage.apply_entry, "metrics": metrics.apply_entry}

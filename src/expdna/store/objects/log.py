@@ -1,0 +1,135 @@
+"""The store's log: every fact only the index would hold, as a small immutable file.
+
+Manifests, patches and listings are objects already; the log adds what ``record``, ``pin``,
+``link`` and metrics updates tell the index beyond them (which runs a batch recorded and
+when, a pin's name, path and time, an edge, a metrics update), so ``expdna reindex`` can
+rebuild any index from the object directory alone, as git rebuilds refs from its reflog.
+
+An entry is written before the index row that applies it: ``objects/log/<UTC time>-<BLAKE3
+of its bytes>``, a compact JSON object. Its name sorts by time (the order entries are
+replayed in) and proves its content (fsck re-hashes it). Like an object it is written to a
+temporary file, synced, made read-only and linked into place: no entry is ever rewritten,
+and nothing here needs a lock, so many writers on many machines may share one directory
+over NFS (``link`` and ``rename`` are atomic there; ``flock`` is not dependable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from expdna.digest import hex_of
+from expdna.store.objects.directory import READ_ONLY, TEMP_PREFIX, fsync_path
+
+LOG_DIR = "log"
+VERSION = 1
+KINDS = ("record", "pin", "link", "metrics")
+_NAME = re.compile(r"(\d{8}T\d{12}Z)-([0-9a-f]{64})")
+_COUNTER = itertools.count()
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One entry: its file name, kind, UTC time (naive) and body."""
+
+    name: str
+    kind: str
+    at: datetime
+    body: dict[str, Any]
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def is_entry_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+class StoreLog:
+    """The entries under ``<objects>/log``."""
+
+    def __init__(self, objects_root: Path) -> None:
+        self.root = objects_root / LOG_DIR
+
+    def append(self, kind: str, body: dict[str, Any], *, at: datetime | None = None) -> LogEntry:
+        """Write one entry durably; returns it. ``at``: its time (default now, UTC)."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown log entry kind {kind!r}")
+        moment = at or utc_now()
+        doc = {"v": VERSION, "kind": kind, "at": moment.isoformat(), **body}
+        data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        name = f"{_stamp(moment)}-{hex_of(data)}"
+        self.root.mkdir(parents=True, exist_ok=True)
+        final = self.root / name
+        temp = self.root / f"{TEMP_PREFIX}log-{os.getpid()}-{next(_COUNTER)}-{time.monotonic_ns()}"
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, READ_ONLY)
+        try:
+            os.fchmod(fd, READ_ONLY)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            # link, not rename: it never replaces an entry (the same name is the same bytes)
+            os.link(temp, final)
+        except FileExistsError:
+            pass
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        if os.name == "posix":
+            fsync_path(self.root)
+        return LogEntry(name=name, kind=kind, at=moment, body=doc)
+
+    def names(self) -> list[str]:
+        """Every entry's name, oldest first."""
+        if not self.root.is_dir():
+            return []
+        return sorted(e.name for e in os.scandir(self.root) if is_entry_name(e.name))
+
+    def read(self, name: str, *, verify: bool = True) -> LogEntry:
+        """One entry; ValueError when it is not a readable entry (or, ``verify``, its bytes
+        no longer hash to its name)."""
+        match = _NAME.fullmatch(name)
+        if match is None:
+            raise ValueError(f"{name}: not a log entry name")
+        data = (self.root / name).read_bytes()
+        if verify and hex_of(data) != match.group(2):
+            raise ValueError(f"log entry {name} is corrupt: its bytes do not hash to its name")
+        doc = json.loads(data)
+        if not isinstance(doc, dict) or doc.get("kind") not in KINDS:
+            raise ValueError(f"log entry {name}: not an expdna log entry")
+        return LogEntry(name=name, kind=doc["kind"], at=datetime.fromisoformat(doc["at"]), body=doc)
+
+    def entries(self) -> Iterator[LogEntry]:
+        for name in self.names():
+            yield self.read(name)
+
+    def age_s(self, name: str, now: float | None = None) -> float:
+        """Seconds since the entry was written (its file's mtime); 0 when it is gone."""
+        try:
+            mtime = (self.root / name).stat().st_mtime
+        except FileNotFoundError:
+            return 0.0
+        return (now if now is not None else time.time()) - mtime
+
+    def withdraw(self, name: str) -> None:
+        """Remove an entry whose index transaction failed, so it was never applied."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.root / name).unlink()

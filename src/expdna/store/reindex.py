@@ -1,0 +1,387 @@
+"""``expdna reindex``: rebuild the whole index from the object directory.
+
+Replays the log (expdna.store.objects.log) oldest first through the functions that wrote
+it: each ``record`` entry's runs are prepared again from their manifest objects and
+written as one batch with the entry's time, each ``pin``, ``link`` and ``metrics`` entry is
+applied as ``pin``, ``link`` and a metrics update apply it. Manifests no entry names
+(recorded before the log existed) are adopted first, oldest first, their object's mtime
+as their record time. The rebuilt index answers ``show``, ``which``, ``lineage`` and
+``stability`` as the old one did.
+
+SQLite: the new index is built in a file beside the old one (unsynced: it is thrown away
+if this stops) and renamed over it at the end, so a lost, empty or corrupt index is
+replaced whole and a reader sees the old index or the new one. PostgreSQL: every table is
+emptied and refilled, batch by batch; the server's index belongs to one store, so an index
+with another store's id is refused (exit 2).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import itertools
+import json
+import logging
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, event, text
+
+from expdna.digest import hex_of
+from expdna.digest.refs import ref_hex
+from expdna.errors import ExpdnaError
+from expdna.filesystems import DEFAULT_MOUNTS
+from expdna.store import identity
+from expdna.store.config import StoreConfig
+from expdna.store.entities import ReindexReport
+from expdna.store.errors import StoreError, StoreIdentityError
+from expdna.store.index.applied import log_applied
+from expdna.store.index.engine import Index, open_index, shown
+from expdna.store.index.intern import InternCache
+from expdna.store.index.migrate import upgrade
+from expdna.store.index.models import Base
+from expdna.store.logged import appliers
+from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.record.prepare import BlobData, Prepared, prepare_doc
+from expdna.store.record.sections import SectionMemo
+from expdna.store.record.write import write_batch
+
+log = logging.getLogger(__name__)
+
+#: Progress callback: (runs rebuilt so far, runs in all).
+Progress = Callable[[int, int], None]
+#: Non-record entries applied in one transaction.
+GROUP = 1000
+#: Runs from which a rebuild prepares manifests in worker processes, and how many at most.
+PARALLEL_RUNS = 5000
+MAX_WORKERS = 8
+ADOPT_BATCH = 500
+
+
+def _fast_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # The file is renamed into place only once complete: a crash loses nothing to redo.
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute("PRAGMA synchronous=OFF")
+    finally:
+        cursor.close()
+
+
+def _manifest_refs(doc: dict[str, Any]) -> dict[str, str]:
+    """Digests a stored manifest references (its patches, listings, package list) -> kind."""
+    found: dict[str, str] = {}
+    for repo in (doc.get("code") or {}).values():
+        patch = repo.get("patch") if isinstance(repo, dict) else None
+        digest = patch.get("digest") if isinstance(patch, dict) else None
+        if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
+            found[hex_digest] = "patch"
+    for dataset in (doc.get("data") or {}).get("datasets") or []:
+        digest = dataset.get("digest") if isinstance(dataset, dict) else None
+        if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
+            found[hex_digest] = "listing"
+    packages = (doc.get("environment") or {}).get("packages_digest")
+    if isinstance(packages, str) and (hex_digest := ref_hex(packages)) is not None:
+        found[hex_digest] = "packages"
+    return found
+
+
+def _prepare_one(
+    objects: ObjectDir,
+    memo: SectionMemo,
+    manifest: str,
+    extra: Sequence[Sequence[Any]],
+    source: str,
+    problems: list[str],
+) -> Prepared | None:
+    """A run prepared from its stored manifest, its blobs as the entry lists them."""
+    try:
+        data = objects.read_verified(manifest)
+        prepared = prepare_doc(json.loads(data), source=source, memo=memo)
+    except (ExpdnaError, ValueError) as exc:
+        problems.append(f"{source}: not reindexed: {exc}")
+        return None
+    blobs = [BlobData(manifest, b"", "manifest", stored_size=len(data))]
+    blobs += [
+        BlobData(str(digest), b"", str(kind), stored_size=int(size)) for digest, kind, size in extra
+    ]
+    return replace(prepared, manifest_digest=manifest, blobs=tuple(blobs))
+
+
+#: A worker's object directory and section memo, made on its first entry.
+_WORKER: dict[str, tuple[ObjectDir, SectionMemo]] = {}
+
+
+def _prepare_entry(
+    objects_root: str, name: str, runs: list[list[Any]]
+) -> tuple[list[Prepared], list[str]]:
+    """A record entry's runs, prepared (in a worker process, or here). Returned in one
+    piece, so fact sets shared by its runs stay shared objects."""
+    if objects_root not in _WORKER:
+        _WORKER[objects_root] = (ObjectDir(Path(objects_root)), SectionMemo())
+    objects, memo = _WORKER[objects_root]
+    problems: list[str] = []
+    batch = []
+    for run_id, manifest, extra in runs:
+        source = f"run {run_id} (log entry {name})"
+        found = _prepare_one(objects, memo, str(manifest), extra, source, problems)
+        if found is not None:
+            batch.append(found)
+    return batch, problems
+
+
+def _prepared_entries(
+    objects: ObjectDir, entries: list[LogEntry], runs: int
+) -> Iterator[tuple[list[Prepared], list[str]]]:
+    """Each record entry's prepared runs, in order. Preparing (reading, checking and
+    flattening each manifest) is most of a rebuild's work: with many runs it is spread over
+    worker processes, a few entries ahead of the writer."""
+    root = str(objects.root)
+    workers = min(os.cpu_count() or 1, MAX_WORKERS)
+    if runs < PARALLEL_RUNS or workers < 2 or os.name != "posix":
+        for entry in entries:
+            yield _prepare_entry(root, entry.name, entry.body.get("runs", []))
+        return
+    context = multiprocessing.get_context("fork")  # the workers read files, never the index
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        ahead: collections.deque[Future[tuple[list[Prepared], list[str]]]] = collections.deque()
+        pending = iter(entries)
+        for entry in itertools.islice(pending, 2 * workers):
+            ahead.append(pool.submit(_prepare_entry, root, entry.name, entry.body.get("runs", [])))
+        while ahead:
+            done = ahead.popleft().result()
+            following = next(pending, None)
+            if following is not None:
+                ahead.append(
+                    pool.submit(
+                        _prepare_entry, root, following.name, following.body.get("runs", [])
+                    )
+                )
+            yield done
+
+
+class _Rebuild:
+    """One rebuild: the object directory, the index being filled, and what went wrong."""
+
+    def __init__(self, objects: ObjectDir, index: Index, progress: Progress | None) -> None:
+        self.objects = objects
+        self.index = index
+        self.memo = SectionMemo()
+        self.cache = InternCache()
+        self.problems: list[str] = []
+        self.runs = 0
+        self.total = 0
+        self.progress = progress
+
+    def prepared(
+        self, manifest: str, extra: Sequence[Sequence[Any]], source: str
+    ) -> Prepared | None:
+        return _prepare_one(self.objects, self.memo, manifest, extra, source, self.problems)
+
+    def write_runs(
+        self, batch: list[Prepared], at: datetime, entry: LogEntry | None = None
+    ) -> None:
+        def body(conn: Connection) -> None:
+            statuses, interned = write_batch(conn, batch, self.cache, recorded_at=at)
+            if entry is not None:
+                log_applied(conn, entry.name, entry.kind)
+            if interned is not None:
+                self.cache.add(interned)
+            for prepared, status in zip(batch, statuses, strict=True):
+                if status == "conflict":
+                    self.problems.append(
+                        f"run {prepared.run_id}: recorded earlier with other content; "
+                        f"manifest {prepared.manifest_digest} left out, as record left it out"
+                    )
+
+        self.index.write_retrying(body)
+        self.runs += len(batch)
+        if self.progress is not None:
+            self.progress(self.runs, self.total)
+
+    def record_entry(self, entry: LogEntry, batch: list[Prepared], problems: list[str]) -> None:
+        self.problems += problems
+        if batch:
+            self.write_runs(batch, entry.at, entry)
+        else:
+            with self.index.write() as conn:
+                log_applied(conn, entry.name, entry.kind)
+
+    def other_entries(self, entries: list[LogEntry]) -> None:
+        apply = appliers()
+        with self.index.write() as conn:
+            for entry in entries:
+                try:
+                    with conn.begin_nested():
+                        apply[entry.kind](conn, entry)
+                except ExpdnaError as exc:
+                    self.problems.append(f"log entry {entry.name} ({entry.kind}): {exc}")
+                log_applied(conn, entry.name, entry.kind)
+
+    def adopt(self, digests: list[str]) -> int:
+        """Record manifests no log entry names (recorded before the log), oldest first."""
+        found: list[tuple[datetime, Prepared, datetime]] = []
+        for digest in digests:
+            path = self.objects.path(digest)
+            try:
+                data = path.read_bytes()
+                mtime = path.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            if not data.startswith(b"{") or hex_of(data) != digest:
+                continue
+            try:
+                doc = json.loads(data)
+            except ValueError:
+                continue
+            if not (isinstance(doc, dict) and {"run_id", "dna", "schema_version"} <= doc.keys()):
+                continue
+            refs = _manifest_refs(doc)
+            extra = [
+                [d, kind, self.objects.path(d).stat().st_size]
+                for d, kind in sorted(refs.items())
+                if self.objects.has(d)
+            ]
+            prepared = self.prepared(digest, extra, f"manifest object {digest}")
+            if prepared is not None:
+                at = datetime.fromtimestamp(mtime, timezone.utc).replace(tzinfo=None)
+                found.append((prepared.generated_at, prepared, at))
+        found.sort(key=lambda item: (item[0], item[1].run_id))
+        for start in range(0, len(found), ADOPT_BATCH):
+            part = found[start : start + ADOPT_BATCH]
+            self.write_runs([p for _, p, _ in part], max(at for _, _, at in part))
+        return len(found)
+
+
+def _entries(store_log: StoreLog, problems: list[str]) -> list[LogEntry]:
+    entries = []
+    for name in store_log.names():
+        try:
+            entries.append(store_log.read(name))
+        except (OSError, ValueError) as exc:
+            problems.append(f"log entry {name}: not replayed: {exc}")
+    return entries
+
+
+def _fill(
+    objects: ObjectDir, index: Index, store_log: StoreLog, progress: Progress | None
+) -> tuple[_Rebuild, int, int]:
+    rebuild = _Rebuild(objects, index, progress)
+    entries = _entries(store_log, rebuild.problems)
+    named: set[str] = set()
+    for entry in entries:
+        if entry.kind == "record":
+            for _run_id, manifest, extra in entry.body.get("runs", []):
+                named.add(str(manifest))
+                named.update(str(blob[0]) for blob in extra)
+                rebuild.total += 1
+    orphans = [digest for digest in objects if digest not in named]
+    adopted = rebuild.adopt(orphans)
+    rebuild.total += adopted
+    group: list[LogEntry] = []
+    records = [entry for entry in entries if entry.kind == "record"]
+    prepared = _prepared_entries(objects, records, rebuild.total)
+    for entry in entries:
+        if entry.kind == "record":
+            if group:
+                rebuild.other_entries(group)
+                group = []
+            batch, problems = next(prepared)
+            rebuild.record_entry(entry, batch, problems)
+        else:
+            group.append(entry)
+            if len(group) >= GROUP:
+                rebuild.other_entries(group)
+                group = []
+    if group:
+        rebuild.other_entries(group)
+    return rebuild, len(entries), adopted
+
+
+def _remove_sqlite(database: Path) -> None:
+    for suffix in ("-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{database}{suffix}")
+
+
+def _sqlite_target(config: StoreConfig) -> Path | None:
+    from expdna.store.index.engine import index_url
+
+    url = index_url(config.root, config.index_url)
+    return Path(str(url.database)) if url.drivername == "sqlite" else None
+
+
+def reindex(
+    config: StoreConfig,
+    *,
+    progress: Progress | None = None,
+    mounts_file: Path = DEFAULT_MOUNTS,
+) -> ReindexReport:
+    """Rebuild the index ``config`` names from its object directory."""
+    started = time.monotonic()
+    root = config.root
+    objects = ObjectDir(root / "objects")
+    if not objects.root.is_dir():
+        raise StoreError(f"no store at {root}: no object directory {objects.root}")
+    store_log = StoreLog(objects.root)
+    store_id = identity.create_directory_id(objects.root)
+    database = _sqlite_target(config)
+    if database is not None:
+        temp = database.with_name(f"{database.name}.reindex-{os.getpid()}")
+        _remove_sqlite(temp)
+        with contextlib.suppress(FileNotFoundError):
+            temp.unlink()
+        index = open_index(root, f"sqlite:///{temp}", mounts_file=mounts_file)
+        event.listen(index.engine, "connect", _fast_sqlite)
+        try:
+            upgrade(index)
+            with index.write() as conn:
+                identity.set_index_id(conn, store_id)
+            rebuild, entries, adopted = _fill(objects, index, store_log, progress)
+        except BaseException:
+            index.dispose()
+            _remove_sqlite(temp)
+            with contextlib.suppress(FileNotFoundError):
+                temp.unlink()
+            raise
+        index.dispose()  # the last connection closed checkpoints the WAL into the file
+        _remove_sqlite(database)
+        os.replace(temp, database)
+        _remove_sqlite(temp)
+    else:
+        index = open_index(root, config.index_url, mounts_file=mounts_file)
+        try:
+            upgrade(index)
+            with index.write() as conn:
+                found = identity.index_id(conn)
+                if found is not None and found != store_id:
+                    raise StoreIdentityError(
+                        f"index {shown(index.url)} belongs to store {found}, but object "
+                        f"directory {objects.root} holds store {store_id}: reindex refuses to "
+                        "replace another store's index"
+                    )
+                _empty(conn)
+                identity.set_index_id(conn, store_id)
+            rebuild, entries, adopted = _fill(objects, index, store_log, progress)
+        finally:
+            index.dispose()
+    return ReindexReport(
+        runs=rebuild.runs,
+        entries=entries,
+        adopted=adopted,
+        problems=rebuild.problems,
+        seconds=time.monotonic() - started,
+    )
+
+
+def _empty(conn: Connection) -> None:
+    """Every index table emptied (PostgreSQL, inside the rebuild's first transaction)."""
+    names = ", ".join(f'"{table.name}"' for table in Base.metadata.sorted_tables)
+    conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
