@@ -170,7 +170,9 @@ def _sparse(rng: random.Random) -> dict[str, Any]:
             ],
             2,
         )
-        doc["config"]["config_files"] = {f"c{i}.yaml": rng.choice(NAMES) for i in range(2)}
+        doc["config"]["config_files"] = {
+            f"c{i}.yaml": "blake3:" + rng.randbytes(32).hex() for i in range(2)
+        }
     if rng.random() < 0.5:
         doc["code"] = {
             rng.choice(NAMES): {
