@@ -15,6 +15,7 @@ import subprocess
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from expdna.compare.check import CheckReport, check_live
 from expdna.errors import ExpdnaError, RefusedError
@@ -67,6 +68,27 @@ def redacted_inputs(manifest: Manifest) -> list[RedactedInput]:
         if _is_redacted(value, f"config.selected_env.{name}", listed)
     ]
     return found
+
+
+# Redaction writes the recording user's own home as `~` (a word's start, or after `=` or
+# `:` as in `--out=~/x` and `PATH=~/bin:~/.local/bin`); on this user's machine it is ours.
+_HOME_TILDE = re.compile(r"(?:^|(?<=[=:\s]))~(?=/|:|$|\s)")
+
+
+def expand_home(word: str) -> str:
+    """``word`` with a recorded ``~`` replaced by this user's home directory."""
+    if "~" not in word or is_escaped(word):
+        return word
+    home = str(Path.home())
+    return _HOME_TILDE.sub(lambda _: home, word)
+
+
+def _home_word(word: str) -> str:
+    """``word`` quoted for a shell, a recorded ``~`` left for the shell to expand."""
+    if "~" not in word or is_escaped(word) or not _HOME_TILDE.search(word):
+        return shell_word(word)
+    parts = _HOME_TILDE.split(word)
+    return '"$HOME"'.join(shell_word(part) if part else "" for part in parts)
 
 
 def _one_line(text: str) -> str:
@@ -171,7 +193,7 @@ def render_script(manifest: Manifest) -> str:
     out.append("#")
     if manifest.command.cwd:
         out.append("# Working directory of the original run:")
-        out.append(f"# cd {_one_line(shell_word(manifest.command.cwd))}")
+        out.append(f"# cd {_one_line(_home_word(manifest.command.cwd))}")
         if "<HOME>" in manifest.command.cwd:
             out.append("#   (<HOME> stands for the recording user's home directory)")
     for name, value in manifest.config.selected_env.items():
@@ -180,7 +202,7 @@ def render_script(manifest: Manifest) -> str:
             continue
         if _is_redacted(value, f"config.selected_env.{name}", listed):
             out.append(f"# FILL IN BY HAND: {name} was redacted when recorded")
-        out.append(f"export {name}={shell_word(value)}")
+        out.append(f"export {name}={_home_word(value)}")
     argv = manifest.command.argv
     if not argv:
         out.append("# No command was recorded: there is no command to rerun.")
@@ -191,7 +213,7 @@ def render_script(manifest: Manifest) -> str:
                 f"# FILL IN BY HAND: argv[{i}] ({_one_line(shlex.quote(word))}) "
                 "was redacted when recorded"
             )
-    out.append(" ".join(shell_word(word) for word in argv))
+    out.append(" ".join(_home_word(word) for word in argv))
     return "\n".join(out) + "\n"
 
 
@@ -233,11 +255,13 @@ def run_recorded(
 
     No timeout: this is the training run itself, as long as it takes.
     """
-    # Words recorded in the escaped form get their original bytes back.
-    argv = [to_os_str(word) for word in manifest.command.argv]
+    # Words recorded in the escaped form get their original bytes back; `~` is our home.
+    argv = [to_os_str(expand_home(word)) for word in manifest.command.argv]
     if not argv:
         raise RefusedError("no command was recorded: there is nothing to rerun")
-    recorded = {to_os_str(k): to_os_str(v) for k, v in manifest.config.selected_env.items()}
+    recorded = {
+        to_os_str(k): to_os_str(expand_home(v)) for k, v in manifest.config.selected_env.items()
+    }
     env = {**(os.environ if environ is None else environ), **recorded}
     try:
         proc = subprocess.Popen(argv, env=env, cwd=cwd)

@@ -12,23 +12,26 @@ tell a value was redacted (``rerun --confirm`` refuses commands that depend on o
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import re
 from pathlib import Path
 from typing import Any
 
+from expdna.manifest.redact_entropy import looks_random
 from expdna.manifest.redact_rules import (
-    ANY_HINT,
-    LONG_TEXT,
+    NETRC,
     PEM,
     REDACTED_MARK,
-    SHAPE_RULES,
     TOKEN_RULES,
     Rule,
     apply,
     home_rule,
     is_token_shaped,
+    rules_for,
 )
+from expdna.manifest.redact_structure import from_view, is_patch, patch_view, redact_blocks
 
 __all__ = ["REDACTED_MARK", "redact_argv", "redact_named", "redact_text", "redact_tree"]
 
@@ -38,15 +41,18 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[\-.\s]+")
 # A name ending like this holds where a secret is, or facts about it, not the secret.
 _NOT_SECRET_SUFFIX = re.compile(
-    r"_(?:PATH|FILE|FILES|DIR|URL|URI|ENV|VAR|NAME|ID|TYPE|LEN|LENGTH|SIZE|COUNT)$"
+    r"(?<!SESSION)_(?:PATH|FILE|FILES|DIR|URL|URI|ENV|VAR|NAME|ID|TYPE|LEN|LENGTH|SIZE|COUNT)$"
 )
 # Tokenizer vocabulary (`pad_token: "<pad>"`), not credentials.
 _VOCAB_TOKEN = re.compile(
     r"(?:^|_)(?:PAD|EOS|BOS|UNK|SEP|CLS|MASK|START|END|STOP|EOT|EOD|SPECIAL|IMAGE|IMG|"
     r"VIDEO|AUDIO|VISION|BOI|EOI|DECODER_START|THINK|TOOL|PREFIX|SUFFIX|MIDDLE)_TOKEN$"
 )
-_PASSWORD_NAME = re.compile(r"PASSW(?:OR)?D|PASSPHRASE|(?:^|_)PASS$|._PWD$")
-_SECRET_NAME = re.compile(r"API_?KEYS?$|(?:^|_)TOKEN$|SECRET|CREDENTIAL|ACCESS_?KEY|PRIVATE_?KEY")
+_PASSWORD_NAME = re.compile(r"PASSW(?:OR)?D|PASSPHRASE|(?:^|_)PASS$|(?:^|.)_?PWD$")
+_SECRET_NAME = re.compile(
+    r"API_?KEYS?$|TOKEN$|SECRET|CREDENTIAL|(?:^|_)CREDS$|ACCESS_?KEY|PRIVATE_?KEY|KEY_?DATA$"
+    r"|COOKIE|(?:^|_)AUTH(?:S|ORIZATION|_?HEADER)?$|(?:^|_)SESSION(?:_?KEY|_?TOKEN|_?ID)?$"
+)
 _KEY_NAME = re.compile(r"KEYS?$")
 # Values under a secret name that carry nothing secret: flags, numbers, `$VAR` references.
 _INERT_VALUE = re.compile(
@@ -60,9 +66,19 @@ def _normalise_name(name: str) -> str:
     return _SEPARATORS.sub("_", _CAMEL.sub("_", name.strip().lstrip("-"))).upper()
 
 
+def _is_secret_name(name: str) -> bool:
+    """Whether ``name`` alone says that what it holds is secret (a block under it, too)."""
+    norm = _normalise_name(name)
+    if not norm or _NOT_SECRET_SUFFIX.search(norm):
+        return False
+    if _PASSWORD_NAME.search(norm):
+        return True
+    return bool(_SECRET_NAME.search(norm)) and not _VOCAB_TOKEN.search(norm)
+
+
 def _is_secret_shaped(value: str) -> bool:
     return is_token_shaped(value) or any(
-        apply(rule, value) != value for rule in (PEM, *TOKEN_RULES)
+        apply(rule, value) != value for rule in rules_for(value) if rule is not NETRC
     )
 
 
@@ -98,8 +114,8 @@ def _mask(value: str) -> str:
     """
     if _MASKED.fullmatch(value):
         return value
-    for rule in (PEM, *TOKEN_RULES):
-        m = rule.pattern.fullmatch(value)
+    for rule in rules_for(value):
+        m = rule.pattern.fullmatch(value) if rule is PEM or rule.prefix else None
         if m:
             return rule.replace(m)
     return (value[:4] if len(value) >= _MIN_PREFIXED else "") + REDACTED_MARK
@@ -108,7 +124,18 @@ def _mask(value: str) -> str:
 _MIN_PREFIXED = 16
 
 # Every secret name contains one of these; a name without one is skipped at once.
-_NAME_HINTS = ("key", "token", "secret", "pass", "credential", "pwd")
+_NAME_HINTS = (
+    "key",
+    "token",
+    "secret",
+    "pass",
+    "credential",
+    "pwd",
+    "auth",
+    "cookie",
+    "session",
+    "creds",
+)
 _NAME_WORDS = "(?i:" + "|".join(_NAME_HINTS) + ")"
 _NAME_HINT = re.compile(_NAME_WORDS)
 # `NAME=value`, `NAME: value`, `"name": "value"`, `os.environ["NAME"] = value`, and
@@ -127,10 +154,15 @@ _ASSIGNMENT = re.compile(
 )
 
 
+_BLOCK_OPENER = re.compile(r"[|>][-+0-9]*|[{\[]")
+
+
 def _assignment(m: re.Match[str]) -> str:
     group = "v1" if m.group("v1") is not None else "v2" if m.group("v2") is not None else "v3"
     value = m.group(group)
     name = m.group("name") or m.group("flag")
+    if group == "v3" and _BLOCK_OPENER.fullmatch(value):
+        return m.group(0)  # `password: |`: the block below is redacted line by line
     # A value under an ordinary name may nest an assignment: `--token-args HF_TOKEN=...`.
     new = _mask(value) if _is_secret(name, value) else _ASSIGNMENT.sub(_assignment, value)
     start, end = m.start(group) - m.start(), m.end(group) - m.start()
@@ -153,20 +185,154 @@ def _current_home() -> Rule | None:
         return None
 
 
-def _redact_text(text: str, home: Rule | None) -> str:
-    long = len(text) > LONG_TEXT
-    if long or ANY_HINT.search(text):
-        lower = text.lower()
-        for rule in SHAPE_RULES:
-            new = apply(rule, text, lower)
-            if new != text:
-                text, lower = new, new.lower()
-    if home is not None:
-        text = apply(home, text)
-    names = any(w in text.lower() for w in _NAME_HINTS) if long else _NAME_HINT.search(text)
-    if names:
+# Any `name = value` / `name: value` / `"name": "value"` whose value is one long word: the
+# entropy backstop looks at the value (redact_entropy); names of digests are left alone.
+# Anchored on the operator, so the engine skips to the next `=` or `:` at C speed.
+_ANY_ASSIGNMENT = re.compile(
+    r"""(?::=|=>|=|:)[ \t]*(?P<q>["'`]?)(?P<v>[A-Za-z0-9+/_.~\-]{20,}={0,3})(?P=q)"""
+    r"(?![\w+/=.~\-])"
+)
+_NAME_BEFORE = re.compile(r"""([\w.\-]*)["']?\]?[ \t]*$""")
+_DIGEST_NAME = re.compile(
+    r"(?i)sha|md5|hash|digest|checksum|commit|revision|(?:^|_)rev$|etag|uuid|guid|fingerprint"
+    r"|integrity|(?:^|[_\-])ids?$"
+)
+_WORD_RUN = re.compile(r"[A-Za-z0-9+/_.~\-]{20,}")
+
+
+def _backstop(m: re.Match[str]) -> str:
+    value = m.group("v")
+    if not looks_random(value):
+        return m.group(0)
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    name = _NAME_BEFORE.search(m.string, max(line_start, m.start() - 100), m.start())
+    if name is not None and _DIGEST_NAME.search(name.group(1)):
+        return m.group(0)
+    start, end = m.start("v") - m.start(), m.end("v") - m.start()
+    whole = m.group(0)
+    return whole[:start] + _mask(value) + whole[end:]
+
+
+def _line_local(text: str) -> str:
+    """Rules that never look past the end of a line: token shapes, addresses, hosts,
+    paths, secret-named assignments and the entropy backstop."""
+    for rule in rules_for(text):
+        if rule is not PEM and rule is not NETRC:
+            text = rule.pattern.sub(rule.replace, text)
+    lower = text.lower()
+    if any(w in lower for w in _NAME_HINTS):
         text = _ASSIGNMENT.sub(_assignment, text)
+    if _WORD_RUN.search(text):
+        text = _ANY_ASSIGNMENT.sub(_backstop, text)
     return text
+
+
+def _multi_line(text: str) -> str:
+    """Rules over several lines: PEM blocks, `.netrc` entries."""
+    for rule in (PEM, NETRC):
+        text = apply(rule, text)
+    return text
+
+
+def _blocks(lines: list[str], candidates: list[int]) -> None:
+    redact_blocks(lines, candidates, _is_secret_name, _mask)
+
+
+# Past this size only the lines that hold a hint go through the line-local rules: a
+# patch of 1 MiB must take milliseconds, and most of its lines hold nothing to look at.
+_SELECT_LINES = 32 * 1024
+# Lines worth a look: where a shape's hint, a secret-looking name or a long word is.
+_LINE_HINTS = (
+    "://", "10.", "172.", "192.168.", "100.", "169.254.", "/home/", "/Users/", "\\Users\\",
+    "\\users\\", "earer", "uthorization", "UTHORIZATION", "Key=", "sig=", ":A",
+)  # fmt: skip
+_LINE_HINTS_FOLD = (
+    ".internal", ".corp", ".local", ".lan", "key", "token", "secret", "passw", "passp",
+    "_pass", "pass_", "pass=", "pass:", "pwd", "auth", "cookie", "session", "creds",
+    "credential",
+)  # fmt: skip
+_NAME_LINE_HINTS = _LINE_HINTS_FOLD[4:]
+_IPV6_START = re.compile(r"f[cde][0-9a-f]{1,2}:")
+# A word of 16 characters or more: where a token shape or a random key has its body; the
+# lines of those that hold a digit are looked at (a token without one: one in hundreds).
+_RUN = re.compile(r"[\w+/=.~\-]{16,}")
+_DIGIT = re.compile(r"\d")
+
+
+def _literal_positions(text: str, hint: str) -> list[int]:
+    found = []
+    at = text.find(hint)
+    while at >= 0:
+        found.append(at)
+        at = text.find(hint, at + 1)
+    return found
+
+
+def _redact_long(text: str) -> str:
+    text = _multi_line(text)
+    lines = text.split("\n")
+    starts = list(itertools.accumulate(map((1).__add__, map(len, lines)), initial=0))
+    # Scanned as one byte a character (the engine is twice as fast), same positions.
+    scan = text if text.isascii() else text.encode("ascii", "replace").decode("ascii")
+    lower = scan.lower()
+
+    def line_of(positions: list[int]) -> set[int]:
+        return {bisect.bisect_right(starts, at) - 1 for at in positions}
+
+    names: set[int] = set()
+    for hint in _NAME_LINE_HINTS:
+        names |= line_of(_literal_positions(lower, hint))
+    picked = set(names)
+    for hint in _LINE_HINTS:
+        picked |= line_of(_literal_positions(scan, hint))
+    for hint in _LINE_HINTS_FOLD[:4]:
+        picked |= line_of(_literal_positions(lower, hint))
+    picked |= line_of([m.start() for m in _IPV6_START.finditer(lower)])
+    picked |= line_of([m.start() for m in _RUN.finditer(scan) if _DIGIT.search(m.group())])
+    if names:
+        _blocks(lines, sorted(names))
+    chosen = sorted(picked)
+    if chosen:
+        done = _line_local("\n".join(lines[i] for i in chosen)).split("\n")
+        if len(done) == len(chosen):
+            for i, line in zip(chosen, done, strict=True):
+                lines[i] = line
+        else:  # a rule joined or split lines: never expected, but never leak because of it
+            return _redact_short(text)
+    return "\n".join(lines)
+
+
+def _redact_short(text: str) -> str:
+    text = _multi_line(text)
+    if "\n" in text:
+        lower = text.lower()
+        if any(w in lower for w in _NAME_LINE_HINTS):
+            lines = text.split("\n")
+            candidates = [
+                i
+                for i, line in enumerate(lines)
+                if any(w in line.lower() for w in _NAME_LINE_HINTS)
+            ]
+            _blocks(lines, candidates)
+            text = "\n".join(lines)
+    return _line_local(text)
+
+
+def _redact_plain(text: str, home: Rule | None) -> str:
+    if home is not None:
+        text = apply(home, text)  # before the rule for other users' homes sees it
+    if len(text) > _SELECT_LINES:
+        return _redact_long(text)
+    return _redact_short(text)
+
+
+def _redact_text(text: str, home: Rule | None) -> str:
+    if len(text) > 64 and is_patch(text):
+        prefixes, view = patch_view(text)
+        patch = from_view(prefixes, _redact_plain(view, home))
+        if patch is not None:
+            return patch
+    return _redact_plain(text, home)
 
 
 def _redact_named(name: str, value: str, home: Rule | None) -> str:
@@ -178,6 +344,11 @@ def _redact_named(name: str, value: str, home: Rule | None) -> str:
 _FLAG = re.compile(r"--?[A-Za-z][\w.\-]*")
 
 
+def _backstop_word(word: str) -> str:
+    """A whole value that is one long random-looking word, hidden (argv, env, config)."""
+    return _mask(word) if looks_random(word) else word
+
+
 def _redact_argv(argv: list[str], home: Rule | None) -> list[str]:
     out: list[str] = []
     flag: str | None = None  # the previous word, when it was a flag without `=value`
@@ -186,16 +357,21 @@ def _redact_argv(argv: list[str], home: Rule | None) -> list[str]:
         # `-1e-4` and `-----BEGIN ...` are values, not flags
         is_flag = _FLAG.fullmatch(name) is not None
         if flag is not None and not is_flag:
-            out.append(_redact_named(flag, word, home))  # `--api-key VALUE`
+            out.append(_backstop_word(_redact_named(flag, word, home)))  # `--api-key VALUE`
             flag = None
             continue
         flag = None
-        if is_flag and eq and _is_secret(name, value):
-            out.append(f"{name}={_mask(value)}")
+        if is_flag and eq:
+            if _is_secret(name, value):
+                out.append(f"{name}={_mask(value)}")
+            else:
+                out.append(f"{name}={_backstop_word(_redact_text(value, home))}")
             continue
-        if is_flag and not eq:
+        if is_flag:
             flag = word
-        out.append(_redact_text(word, home))
+            out.append(_redact_text(word, home))
+            continue
+        out.append(_backstop_word(_redact_text(word, home)))
     return out
 
 
@@ -245,19 +421,31 @@ def _copy(obj: Any) -> Any:
     return obj
 
 
+_BACKSTOP_SECTIONS = ("config.", "command.")
+
+
 class _Walk:
-    """One redaction of one tree: the home pattern, looked up once, and the changed paths."""
+    """One redaction of one tree: the home pattern, looked up once, and the changed paths.
+
+    A path is listed as changed only when something was hidden: the user's own home
+    written as ``~`` is a spelling this user's shell and ``rerun`` read back.
+    """
 
     def __init__(self, home: Rule | None) -> None:
         self.home = home
         self.changed: list[str] = []
+
+    def _hidden(self, old: str, new: str) -> bool:
+        return new != old and (self.home is None or new != apply(self.home, old))
 
     def value(self, obj: Any, path: str, key: str, parent: str) -> Any:
         if path == "dna" or path.startswith("dna."):
             return _copy(obj)
         if isinstance(obj, str):
             new = obj if _exempt(key, parent, obj) else _redact_named(key, obj, self.home)
-            if new != obj:
+            if new == obj and path.startswith(_BACKSTOP_SECTIONS) and not _DIGEST_NAME.search(key):
+                new = _backstop_word(obj)
+            if self._hidden(obj, new):
                 self.changed.append(path)
             return new
         if isinstance(obj, (int, float)) and not isinstance(obj, bool) and key:
@@ -289,7 +477,7 @@ class _Walk:
         self.changed.extend(
             f"{path}.{i}" if path else str(i)
             for i, (old, now) in enumerate(zip(argv, new, strict=True))
-            if old != now
+            if self._hidden(old, now)
         )
         return new
 
