@@ -154,15 +154,16 @@ _ASSIGNMENT = re.compile(
 )
 
 
-_BLOCK_OPENER = re.compile(r"[|>][-+0-9]*|[{\[]")
+# `password: |` opens a block redacted line by line; `Authorization: Bearer` names a scheme.
+_NOT_THE_VALUE = re.compile(r"[|>][-+0-9]*|[{\[]|(?i:basic|bearer|token|digest)")
 
 
 def _assignment(m: re.Match[str]) -> str:
     group = "v1" if m.group("v1") is not None else "v2" if m.group("v2") is not None else "v3"
     value = m.group(group)
     name = m.group("name") or m.group("flag")
-    if group == "v3" and _BLOCK_OPENER.fullmatch(value):
-        return m.group(0)  # `password: |`: the block below is redacted line by line
+    if group == "v3" and _NOT_THE_VALUE.fullmatch(value):
+        return m.group(0)
     # A value under an ordinary name may nest an assignment: `--token-args HF_TOKEN=...`.
     new = _mask(value) if _is_secret(name, value) else _ASSIGNMENT.sub(_assignment, value)
     start, end = m.start(group) - m.start(), m.end(group) - m.start()

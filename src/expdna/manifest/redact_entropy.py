@@ -12,6 +12,8 @@ Thresholds (documented in the guide, "The entropy backstop"):
 * otherwise: at least 20 characters, letters and digits both present, at least two of
   upper case, lower case and digits, and entropy >= ``min(4.0, 0.85 * log2(length))``;
 * never: UUIDs, versions, paths (``/...``, ``./``, ``~/``, ``C:\\``), dotted names,
+  names of three or more words and numbers joined by ``_``, ``-`` or ``.``
+  (``vit_base_patch16_224``),
   digests with an algorithm (``sha256:...``), images embedded as base64 (PNG, JPEG, GIF,
   WebP, PDF magic), and ``word/word`` names whose parts are not random on their own.
 """
@@ -29,6 +31,9 @@ _UUID = re.compile(
 )
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[-+.~_]?[\w.+\-]*)?")
 _DOTTED_NAME = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)+")
+# `vit_base_patch16_224`, `model-v2-imagenet-1k`: words and numbers joined by separators.
+_SEPARATOR = re.compile(r"[_\-.]")
+_WORDISH = re.compile(r"\d*(?:[A-Z]?[a-z]+|[A-Z]+)?\d*")
 # Base64 of binary files a notebook or a config embeds: data, not credentials.
 _IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "JVBERi0")
 _MIN_HEX = 32
@@ -48,9 +53,10 @@ def _harmless(value: str) -> bool:
         return True
     if value.startswith(_IMAGE_MAGIC):
         return True
-    return bool(
-        _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value)
-    )
+    if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
+        return True
+    parts = _SEPARATOR.split(value.rstrip("="))
+    return len(parts) >= 3 and all(len(p) <= 16 and _WORDISH.fullmatch(p) for p in parts)
 
 
 def looks_random(value: str) -> bool:
@@ -66,6 +72,6 @@ def looks_random(value: str) -> bool:
     upper = any(c.isupper() for c in core)
     lower = any(c.islower() for c in core)
     digits = any(c.isdigit() for c in core)
-    if not digits or not (upper or lower) or upper + lower + digits < 2:
+    if not digits or not (upper or lower):
         return False
     return entropy(core) >= min(_MAX_BITS, 0.85 * math.log2(len(core)))
