@@ -12,14 +12,17 @@ Thresholds (documented in the guide, "The entropy backstop"):
 * otherwise: at least 20 characters, letters and digits both present, at least two of
   upper case, lower case and digits, and entropy >= ``min(4.0, 0.85 * log2(length))``;
 * never: UUIDs, versions, paths (``/...``, ``./``, ``~/``, ``C:\\``), dotted names,
-  names of three or more words and numbers joined by ``_``, ``-`` or ``.``
-  (``vit_base_patch16_224``),
-  digests with an algorithm (``sha256:...``), images embedded as base64 (PNG, JPEG, GIF,
-  WebP, PDF magic), and ``word/word`` names whose parts are not random on their own.
+  names of three or more words, numbers or short parts (up to five characters) joined by
+  ``_``, ``-`` or ``.`` (``vit_base_patch16_224``, ``sft_llama3_8b_lr2e-5_bs256``),
+  digests with an algorithm (``sha256:...``), alphabets written out (a run of six
+  consecutive characters such as ``abcdef`` or ``012345``), images embedded as base64
+  (PNG, JPEG, GIF, WebP, PDF magic), and ``word/word`` names whose parts are not random
+  on their own.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -36,6 +39,7 @@ _SEPARATOR = re.compile(r"[_\-.]")
 _WORDISH = re.compile(r"\d*(?:[A-Z]?[a-z]+|[A-Z]+)?\d*")
 # Base64 of binary files a notebook or a config embeds: data, not credentials.
 _IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "JVBERi0")
+_ASCENDING_HINT = re.compile(r"abc|ABC|012|123|234|345|456|567|678|789")
 _MIN_HEX = 32
 _MIN_TOKEN = 20
 _HEX_BITS = 3.0
@@ -48,15 +52,27 @@ def entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
 
 
+def _ascending_run(value: str, length: int = 6) -> bool:
+    """``abcdef``, ``012345``: an alphabet written out, not a random draw."""
+    run = 1
+    for a, b in itertools.pairwise(value):
+        run = run + 1 if ord(b) == ord(a) + 1 else 1
+        if run >= length:
+            return True
+    return False
+
+
 def _harmless(value: str) -> bool:
     if value.startswith(("/", "./", "../", "~", "\\\\")) or value[1:3] == ":\\":
         return True
-    if value.startswith(_IMAGE_MAGIC):
+    if value.startswith(_IMAGE_MAGIC) or (_ASCENDING_HINT.search(value) and _ascending_run(value)):
         return True
     if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
         return True
     parts = _SEPARATOR.split(value.rstrip("="))
-    return len(parts) >= 3 and all(len(p) <= 16 and _WORDISH.fullmatch(p) for p in parts)
+    return len(parts) >= 3 and all(
+        len(p) <= 5 or (len(p) <= 16 and _WORDISH.fullmatch(p)) for p in parts
+    )
 
 
 def looks_random(value: str) -> bool:
