@@ -7,7 +7,9 @@ import json
 import random
 import string
 import subprocess
+import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -104,8 +106,17 @@ def test_file_text(name: str) -> None:
 
 
 @pytest.fixture
-def patched(tmp_path: Path) -> tuple[Path, str]:
-    """A real repository whose files gain every secret above in one patch."""
+def patched() -> Iterator[tuple[Path, str]]:
+    """A real repository whose files gain every secret above in one patch.
+
+    Outside pytest's temporary directory: its raw files hold the secrets on purpose, and
+    the session-end detect-secrets scan reads every JSON file there.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        yield _patched(Path(tmp))
+
+
+def _patched(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
