@@ -24,6 +24,7 @@ from expdna.manifest.redact_rules import (
     NETRC,
     PEM,
     REDACTED_MARK,
+    SHAPE_RULES,
     TOKEN_RULES,
     Rule,
     apply,
@@ -217,6 +218,8 @@ def _backstop(m: re.Match[str]) -> str:
 def _line_local(text: str) -> str:
     """Rules that never look past the end of a line: token shapes, addresses, hosts,
     paths, secret-named assignments and the entropy backstop."""
+    if len(text) > _PER_LINE:
+        return _line_local_by_line(text)
     for rule in rules_for(text):
         if rule is not PEM and rule is not NETRC:
             text = rule.pattern.sub(rule.replace, text)
@@ -226,6 +229,36 @@ def _line_local(text: str) -> str:
     if _WORD_RUN.search(text):
         text = _ANY_ASSIGNMENT.sub(_backstop, text)
     return text
+
+
+# Above this size each rule runs only on the lines that hold one of its hints: one
+# substring test per hint over the whole text is cheaper than one regex scan for all.
+_PER_LINE = 4096
+
+
+def _line_local_by_line(text: str) -> str:
+    lines = text.split("\n")
+    lower = text.lower()
+    lower_lines: list[str] | None = None
+    for rule in SHAPE_RULES:
+        if rule is PEM or rule is NETRC:
+            continue
+        where = lower if rule.fold else text
+        hints = [h for h in rule.hints if h in where]
+        if not hints:
+            continue
+        if rule.fold and lower_lines is None:
+            lower_lines = [line.lower() for line in lines]
+        looked = lower_lines if rule.fold and lower_lines is not None else lines
+        for i, line in enumerate(looked):
+            if any(h in line for h in hints):
+                lines[i] = rule.pattern.sub(rule.replace, lines[i])
+    for i, line in enumerate(lines):
+        if _NAME_HINT.search(line):
+            line = lines[i] = _ASSIGNMENT.sub(_assignment, line)
+        if _WORD_RUN.search(line):
+            lines[i] = _ANY_ASSIGNMENT.sub(_backstop, line)
+    return "\n".join(lines)
 
 
 def _multi_line(text: str) -> str:

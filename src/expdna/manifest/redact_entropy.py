@@ -9,9 +9,10 @@ Thresholds (documented in the guide, "The entropy backstop"):
 * the token is one word of ``[A-Za-z0-9+/_.~-]`` with at most three trailing ``=``;
 * hex only: at least 32 characters and Shannon entropy >= 3.0 bits a character, except
   exactly 40 or 64 characters (git commits, SHA-1/SHA-256 digests);
-* otherwise: at least 20 characters, letters and digits both present, at least two of
-  upper case, lower case and digits, and entropy >= ``min(4.0, 0.85 * log2(length))``;
-* never: UUIDs, versions, paths (``/...``, ``./``, ``~/``, ``C:\\``), dotted names,
+* otherwise: at least 20 characters, letters and digits both present, and entropy
+  >= ``min(4.0, 0.85 * log2(length))``;
+* never: numbers (digits only), UUIDs, versions, paths (``/...``, ``./``, ``~/``,
+  ``C:\\``), dotted names,
   names of three or more words, numbers or short parts (up to five characters) joined by
   ``_``, ``-`` or ``.`` (``vit_base_patch16_224``, ``sft_llama3_8b_lr2e-5_bs256``),
   digests with an algorithm (``sha256:...``), alphabets written out (a run of six
@@ -65,7 +66,9 @@ def _ascending_run(value: str, length: int = 6) -> bool:
 def _harmless(value: str) -> bool:
     if value.startswith(("/", "./", "../", "~", "\\\\")) or value[1:3] == ":\\":
         return True
-    if value.startswith(_IMAGE_MAGIC) or (_ASCENDING_HINT.search(value) and _ascending_run(value)):
+    if value.isdigit() or value.startswith(_IMAGE_MAGIC):
+        return True  # a number; an image
+    if _ASCENDING_HINT.search(value) and _ascending_run(value):
         return True
     if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
         return True
