@@ -105,18 +105,18 @@ def test_file_text(name: str) -> None:
             assert kept in out, (kept, out)
 
 
-@pytest.fixture
-def patched() -> Iterator[tuple[Path, str]]:
+@pytest.fixture(params=["small", "large"])
+def patched(request: pytest.FixtureRequest) -> Iterator[tuple[Path, str]]:
     """A real repository whose files gain every secret above in one patch.
 
     Outside pytest's temporary directory: its raw files hold the secrets on purpose, and
     the session-end detect-secrets scan reads every JSON file there.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        yield _patched(Path(tmp))
+        yield _patched(Path(tmp), large=request.param == "large")
 
 
-def _patched(tmp_path: Path) -> tuple[Path, str]:
+def _patched(tmp_path: Path, *, large: bool) -> tuple[Path, str]:
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -127,17 +127,26 @@ def _patched(tmp_path: Path) -> tuple[Path, str]:
     git(repo, "commit", "-q", "-m", "first")
     for name, text in FILES.items():
         (repo / name).write_text("# settings\n\n" + text + "version = 1\n")
+    if large:  # over 32 KB: the path that reads only the lines holding a hint
+        lines = (
+            f"    loss_{i} = criterion(model(batch_{i}), target)  # step {i}" for i in range(900)
+        )
+        (repo / "train_loop.py").write_text("\n".join(lines) + "\n")
+        git(repo, "add", "-N", "train_loop.py")
     return repo, git(repo, "diff") + "\n"
 
 
 def test_patch_is_redacted_and_still_applies(patched: tuple[Path, str]) -> None:
     repo, patch = patched
     out = redact_text(patch)
+    assert len(patch) > 32 * 1024 or len(patch) < 8 * 1024
     assert_clean(out)
     assert out.count("\n") == patch.count("\n")
     for kept in KEPT:
         assert kept in out, kept
     git(repo, "checkout", "-q", ".")
+    git(repo, "rm", "-q", "--cached", "--ignore-unmatch", "train_loop.py")
+    (repo / "train_loop.py").unlink(missing_ok=True)
     (repo.parent / "redacted.patch").write_text(out)
     subprocess.run(
         ["git", "apply", "--check", str(repo.parent / "redacted.patch")],

@@ -16,6 +16,7 @@ import bisect
 import functools
 import itertools
 import re
+import string
 from pathlib import Path
 from typing import Any
 
@@ -268,29 +269,44 @@ def _multi_line(text: str) -> str:
     return text
 
 
-def _blocks(lines: list[str], candidates: list[int]) -> None:
-    redact_blocks(lines, candidates, _is_secret_name, _mask)
+def _blocks(lines: list[str], candidates: list[int], *, prefixed: bool = False) -> None:
+    redact_blocks(lines, candidates, _is_secret_name, _mask, prefixed=prefixed)
 
 
 # Past this size only the lines that hold a hint go through the line-local rules: a
 # patch of 1 MiB must take milliseconds, and most of its lines hold nothing to look at.
 _SELECT_LINES = 32 * 1024
 # Lines worth a look: where a shape's hint, a secret-looking name or a long word is.
-_LINE_HINTS = (
-    "://", "10.", "172.", "192.168.", "100.", "169.254.", "/home/", "/Users/", "\\Users\\",
-    "\\users\\", "earer", "uthorization", "UTHORIZATION", "Key=", "sig=", ":A",
+_LONG_HINTS = ("://", "10.", "172.", "192.168.", "100.", "169.254.", "sig=", ":A")
+_LONG_HINTS_FOLD = (
+    "/home/", "/users/", "\\users\\", "bearer", ".internal", ".corp", ".local", ".lan",
 )  # fmt: skip
-_LINE_HINTS_FOLD = (
-    ".internal", ".corp", ".local", ".lan", "key", "token", "secret", "passw", "passp",
-    "_pass", "pass_", "pass=", "pass:", "pwd", "auth", "cookie", "session", "creds",
-    "credential",
+# in lower case; `auth` also finds `Authorization`, `key` also `AccountKey=`
+_LONG_NAME_HINTS = ("key", "token", "secret", "pass", "pwd", "auth", "cookie", "session", "cred")
+# For blocks in shorter texts: the words of secret names.
+_NAME_LINE_HINTS = (
+    "key", "token", "secret", "passw", "passp", "_pass", "pass_", "pass=", "pass:", "pwd",
+    "auth", "cookie", "session", "creds", "credential",
 )  # fmt: skip
-_NAME_LINE_HINTS = _LINE_HINTS_FOLD[4:]
 _IPV6_START = re.compile(r"f[cde][0-9a-f]{1,2}:")
-# A word of 16 characters or more: where a token shape or a random key has its body; the
-# lines of those that hold a digit are looked at (a token without one: one in hundreds).
-_RUN = re.compile(r"[\w+/=.~\-]{16,}")
-_DIGIT = re.compile(r"\d")
+# A word of 16 characters or more with a digit that has five more word characters after
+# it: where a token shape or a random key has its body. The engine skips to digits at C
+# speed; a token whose digits all sit in its last five characters (one in hundreds of
+# random bodies) is found only on a line that holds another hint.
+_DIGIT_RUN = re.compile(r"\d[\w+/=.~\-]{5,}")
+_RUN_CHARS = frozenset(string.ascii_letters + string.digits + "_+/=.~-")
+_MIN_RUN = 16
+
+
+def _long_runs(scan: str) -> list[int]:
+    found = []
+    for m in _DIGIT_RUN.finditer(scan):
+        start = m.start()
+        while start > 0 and scan[start - 1] in _RUN_CHARS:
+            start -= 1
+        if m.end() - start >= _MIN_RUN:
+            found.append(start)
+    return found
 
 
 def _literal_positions(text: str, hint: str) -> list[int]:
@@ -302,8 +318,9 @@ def _literal_positions(text: str, hint: str) -> list[int]:
     return found
 
 
-def _redact_long(text: str) -> str:
-    text = _multi_line(text)
+def _redact_long(text: str, *, prefixed: bool = False) -> str:
+    """``text`` line by line, only where a line holds a hint; ``prefixed``: a patch, whose
+    lines are read without their ``+``/``-``/space where it matters (blocks, PEM, netrc)."""
     lines = text.split("\n")
     starts = list(itertools.accumulate(map((1).__add__, map(len, lines)), initial=0))
     # Scanned as one byte a character (the engine is twice as fast), same positions.
@@ -314,17 +331,20 @@ def _redact_long(text: str) -> str:
         return {bisect.bisect_right(starts, at) - 1 for at in positions}
 
     names: set[int] = set()
-    for hint in _NAME_LINE_HINTS:
+    for hint in _LONG_NAME_HINTS:
         names |= line_of(_literal_positions(lower, hint))
     picked = set(names)
-    for hint in _LINE_HINTS:
+    for hint in _LONG_HINTS:
         picked |= line_of(_literal_positions(scan, hint))
-    for hint in _LINE_HINTS_FOLD[:4]:
+    for hint in _LONG_HINTS_FOLD:
         picked |= line_of(_literal_positions(lower, hint))
     picked |= line_of([m.start() for m in _IPV6_START.finditer(lower)])
-    picked |= line_of([m.start() for m in _RUN.finditer(scan) if _DIGIT.search(m.group())])
+    picked |= line_of(_long_runs(scan))
+    for hint in _MULTI_LINE_HINTS:
+        for i in sorted(line_of(_literal_positions(scan, hint))):
+            _multi_line_at(lines, i, prefixed=prefixed)
     if names:
-        _blocks(lines, sorted(names))
+        _blocks(lines, sorted(names), prefixed=prefixed)
     chosen = sorted(picked)
     if chosen:
         done = _line_local("\n".join(lines[i] for i in chosen)).split("\n")
@@ -334,6 +354,26 @@ def _redact_long(text: str) -> str:
         else:  # a rule joined or split lines: never expected, but never leak because of it
             return _redact_short(text)
     return "\n".join(lines)
+
+
+_NETRC_LINES = 6  # `machine`, `login`, `password`, `account`... a few lines at most
+
+
+def _multi_line_at(lines: list[str], i: int, *, prefixed: bool) -> None:
+    """PEM and netrc rules over the few lines from ``i`` on, read without a patch's
+    prefixes, and written back with them."""
+    end = min(len(lines), i + _NETRC_LINES)
+    if "-----BEGIN" in lines[i]:
+        end = next((j + 1 for j in range(i + 1, len(lines)) if "-----END" in lines[j]), len(lines))
+    region = lines[i:end]
+    if prefixed:
+        heads = [line[:1] if line[:1] in ("+", "-", " ") else "" for line in region]
+        body = [line[len(h) :] for h, line in zip(heads, region, strict=True)]
+    else:
+        heads, body = [""] * len(region), region
+    done = _multi_line("\n".join(body)).split("\n")
+    if len(done) == len(region):
+        lines[i:end] = [h + line for h, line in zip(heads, done, strict=True)]
 
 
 def _redact_short(text: str) -> str:
@@ -352,15 +392,22 @@ def _redact_short(text: str) -> str:
     return _line_local(text)
 
 
-def _redact_plain(text: str, home: Rule | None) -> str:
+def _redact_plain(text: str, home: Rule | None, *, prefixed: bool = False) -> str:
     if home is not None:
         text = apply(home, text)  # before the rule for other users' homes sees it
     if len(text) > _SELECT_LINES:
-        return _redact_long(text)
+        return _redact_long(text, prefixed=prefixed)
     return _redact_short(text)
 
 
+# Rules that read several lines at once: in a large text they run where these are.
+_MULTI_LINE_HINTS = ("PRIVATE KEY", "machine")
+
+
 def _redact_text(text: str, home: Rule | None) -> str:
+    if len(text) > _SELECT_LINES:
+        # Large: the lines that need it are read without a patch's prefixes as they go.
+        return _redact_plain(text, home, prefixed=is_patch(text))
     if len(text) > 64 and is_patch(text):
         prefixes, view = patch_view(text)
         patch = from_view(prefixes, _redact_plain(view, home))

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import overload
 
 _PATCH_START = re.compile(r"(?:diff --git |--- |Index: |From [0-9a-f]{40} )")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.MULTILINE)
@@ -83,7 +84,7 @@ def _mask_line(line: str, mask: Callable[[str], str]) -> str:
     return line[: m.start("value")] + masked + line[m.end("value") :]
 
 
-def _block_end(lines: list[str], start: int, opener: str | None) -> int:
+def _block_end(lines: Sequence[str], start: int, opener: str | None) -> int:
     """The index after the last line of the block that ``lines[start]`` opens."""
     if opener in ("{", "["):
         depth = 0
@@ -112,11 +113,35 @@ def _block_end(lines: list[str], start: int, opener: str | None) -> int:
     return end
 
 
-def _section_end(lines: list[str], start: int) -> int:
+def _section_end(lines: Sequence[str], start: int) -> int:
     end = start + 1
     while end < len(lines) and not lines[end].lstrip().startswith("["):
         end += 1
     return end
+
+
+class _Unprefixed(Sequence[str]):
+    """A patch's lines as the file's lines: each without its ``+``, ``-`` or space."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        line = self.lines[i]
+        return line[1:] if line[:1] in ("+", "-", " ") else line
+
+    def put(self, i: int, new: str) -> None:
+        line = self.lines[i]
+        self.lines[i] = (line[:1] + new) if line[:1] in ("+", "-", " ") else new
 
 
 def redact_blocks(
@@ -124,27 +149,38 @@ def redact_blocks(
     candidates: Iterable[int],
     is_secret_name: Callable[[str], bool],
     mask: Callable[[str], str],
+    *,
+    prefixed: bool = False,
 ) -> None:
     """Redact, in place, every value inside a block that a secret-named key opens.
 
-    ``candidates`` are the indexes of lines that may open one (those that hold a name hint).
+    ``candidates`` are the indexes of lines that may open one (those that hold a name hint);
+    ``prefixed``: the lines are a patch's, each read without its ``+``/``-``/space.
     """
+    view: Sequence[str] = _Unprefixed(lines) if prefixed else lines
+
+    def put(i: int, new: str) -> None:
+        if isinstance(view, _Unprefixed):
+            view.put(i, new)
+        else:
+            lines[i] = new
+
     done = -1
     for i in sorted(candidates):
         if i < done:
             continue  # inside a block already redacted
-        line = lines[i]
+        line = view[i]
         section = _SECTION.fullmatch(line)
         if section is not None:
             name = section.group("name").strip().strip("\"'").rsplit(".", 1)[-1]
             if is_secret_name(name):
-                done = _section_end(lines, i)
+                done = _section_end(view, i)
                 for j in range(i + 1, done):
-                    lines[j] = _mask_line(lines[j], mask)
+                    put(j, _mask_line(view[j], mask))
             continue
         key = _KEY_BLOCK.fullmatch(line)
         if key is None or not is_secret_name(key.group("name")):
             continue
-        done = _block_end(lines, i, key.group("open"))
+        done = _block_end(view, i, key.group("open"))
         for j in range(i + 1, done):
-            lines[j] = _mask_line(lines[j], mask)
+            put(j, _mask_line(view[j], mask))
