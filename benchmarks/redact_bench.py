@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -129,7 +130,9 @@ def main() -> None:
         old = load_baseline(args.baseline, Path(tmp))
         print(
             f"manifest {len(json.dumps(doc))} bytes, patch {len(patch)} bytes; "
-            f"baseline {args.baseline}; fastest of {args.repeat} and {args.repeat // 25} runs"
+            f"baseline {args.baseline}; fastest of {args.repeat} and "
+            f"{max(20, args.repeat // 10)} runs; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         rows = []
         for label, tree, text in (
@@ -141,8 +144,8 @@ def main() -> None:
                 (
                     label,
                     timed(lambda tree=tree: tree(doc), args.repeat),
-                    timed(lambda text=text: text(patch), max(5, args.repeat // 25)),
-                    timed(lambda text=text: text(own), max(5, args.repeat // 25)),
+                    timed(lambda text=text: text(patch), max(20, args.repeat // 10)),
+                    timed(lambda text=text: text(own), max(20, args.repeat // 10)),
                 )
             )
     print(f"  {'':<10}{'3 KB manifest':>16}{'1 MiB patch':>16}{'own source':>16}")
