@@ -16,15 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from expdna.manifest.redact import (
-    _ANY_ASSIGNMENT,
-    _ASSIGNMENT,
-    _assignment,
-    _backstop,
-    redact_argv,
-    redact_text,
-    redact_tree,
-)
+from expdna.manifest.redact import redact_argv, redact_text, redact_tree
+from expdna.manifest.redact_names import ANY_ASSIGNMENT, ASSIGNMENT, assignment, backstop
 from expdna.manifest.redact_rules import rules_for
 from tests.factories import DATA
 
@@ -36,15 +29,15 @@ def backstop_hits(text: str) -> list[str]:
     """Values the backstop would hide that no shape or name rule already hides on their line
     (the docs show made-up tokens on purpose, as examples of what redaction catches)."""
     hits = []
-    for m in _ANY_ASSIGNMENT.finditer(text):
-        if _backstop(m) == m.group(0):
+    for m in ANY_ASSIGNMENT.finditer(text):
+        if backstop(m) == m.group(0):
             continue
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
         line = text[start : end if end >= 0 else len(text)]
         for rule in rules_for(line):
             line = rule.pattern.sub(rule.replace, line)
-        if m.group("v") in _ASSIGNMENT.sub(_assignment, line):
+        if m.group("v") in ASSIGNMENT.sub(assignment, line):
             hits.append(m.group(0))
     return hits
 
