@@ -417,6 +417,18 @@ RANDOM_KEY = rand(ALNUM, 32)
         "OPENAI_KEY",
         "token",
         "passphrase",
+        "auth",
+        "auths",
+        "Authorization",
+        "client-key-data",
+        "session",
+        "SESSION_ID",
+        "browser_session_token",
+        "session_cookie",
+        "COOKIE",
+        "ci_creds",
+        "identitytoken",
+        "refresh-token",
     ],
 )
 def test_secret_named_value_is_hidden(name: str) -> None:
@@ -461,6 +473,12 @@ def test_known_shape_under_secret_name_keeps_its_prefix() -> None:
         ("use_auth_token", "true"),
         ("HF_TOKEN", ""),
         ("HF_TOKEN", "$HF_TOKEN_FROM_VAULT"),
+        ("author", "alice"),
+        ("tmux_session", "train-01"),
+        ("cookiecutter_template", "gh:org/ml-template"),
+        ("auth_type", "basic"),
+        ("client-certificate-data", "LS0tLS1CRUdJTi"),
+        ("oauth_scopes", "read,write"),
     ],
 )
 def test_ordinary_names_keep_their_value(name: str, value: str) -> None:

@@ -35,7 +35,8 @@ _VOCAB_TOKEN = re.compile(
 _PASSWORD_NAME = re.compile(r"PASSW(?:OR)?D|PASSPHRASE|(?:^|_)PASS$|(?:^|.)_?PWD$")
 _SECRET_NAME = re.compile(
     r"API_?KEYS?$|TOKEN$|SECRET|CREDENTIAL|(?:^|_)CREDS$|ACCESS_?KEY|PRIVATE_?KEY|KEY_?DATA$"
-    r"|COOKIE|(?:^|_)AUTH(?:S|ORIZATION|_?HEADER)?$|(?:^|_)SESSION(?:_?KEY|_?TOKEN|_?ID)?$"
+    r"|(?:^|_)COOKIES?(?:$|_)|(?:^|_)AUTH(?:S|ORIZATION|_?HEADER)?$"
+    r"|^SESSION$|(?:^|_)SESSION_?(?:KEY|TOKEN|ID|SECRET)$"
 )
 _KEY_NAME = re.compile(r"KEYS?$")
 # Values under a secret name that carry nothing secret: flags, numbers, `$VAR` references.
