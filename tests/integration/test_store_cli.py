@@ -54,18 +54,30 @@ def test_record_files_then_again_skips(store: Path, manifests: Path) -> None:
     assert again.stdout.splitlines()[-1] == "recorded 0, skipped 12, failed 0"
 
 
-def test_record_refuses_a_bad_file_and_writes_nothing(store: Path, tmp_path: Path) -> None:
+def test_record_records_each_good_file_and_names_each_bad_one(tmp_path: Path) -> None:
+    store = tmp_path / "store"
     good = write_manifest(synthetic(500), tmp_path / "good.json")
     doc = json.loads(good.read_text())
     doc["run_id"] = "20260805_000000_1c8e2fb_edit"
     doc["config"]["resolved_args"]["lr"] = 1.0
     bad = tmp_path / "edited.json"
     bad.write_text(json.dumps(doc))
-    result = invoke(store, "record", str(good), str(bad))
+    (tmp_path / "broken.json").write_text("{")
+    later = write_manifest(synthetic(501), tmp_path / "later.json")
+    files = [good, bad, tmp_path / "broken.json", later]
+    result = invoke(store, "record", *map(str, files))
     assert result.exit_code == 2
-    assert "corrupted or edited" in result.stderr and "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1
-    assert invoke(store, "show", synthetic(500).run_id).exit_code == 1  # nothing written
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"expdna: error: {bad}: ") and "corrupted or edited" in lines[0]
+    assert lines[1].startswith(f"expdna: error: {tmp_path / 'broken.json'}: invalid JSON")
+    assert result.stdout.splitlines()[-1] == "recorded 2, skipped 0, failed 2"
+    for run_id in (synthetic(500).run_id, synthetic(501).run_id):
+        assert invoke(store, "show", run_id).exit_code == 0
+    quiet = invoke(store, "record", "--quiet", *map(str, files))
+    assert quiet.exit_code == 2 and quiet.stdout == ""
+    assert quiet.stderr.splitlines() == lines
     missing = invoke(store, "record", str(tmp_path / "absent.json"))
     assert missing.exit_code == 2 and "no such file" in missing.stderr
     assert invoke(store, "record").exit_code == 2
@@ -75,10 +87,20 @@ def test_scan_reports_failures_and_records_the_rest(tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()
     write_manifest(synthetic(600), tmp_path / "runs" / "manifest_a.json")
     (tmp_path / "runs" / "manifest_b.json").write_text("[]")
+    (tmp_path / "runs" / "config.json").write_text("{}")
+    (tmp_path / "runs" / "manifest_dir.json").mkdir()
     result = invoke(tmp_path / "store", "record", "--scan", str(tmp_path / "runs"))
     assert result.exit_code == 2
     assert result.stdout.splitlines()[-1] == "recorded 1, skipped 0, failed 1"
-    assert "manifest_b.json" in result.stderr
+    runs = tmp_path / "runs"
+    assert result.stderr.splitlines() == [
+        f"expdna: passed over {runs / 'config.json'}: not named manifest_*.json",
+        f"expdna: passed over {runs / 'manifest_dir.json'}: not a regular file (a directory)",
+        f"expdna: error: {runs / 'manifest_b.json'}: expected a JSON object, found list",
+    ]
+    quiet = invoke(tmp_path / "store", "record", "-q", "--scan", str(tmp_path / "runs"))
+    assert quiet.exit_code == 2 and quiet.stdout == ""
+    assert quiet.stderr.splitlines() == result.stderr.splitlines()[-1:]
 
 
 def test_show_summary_json_inline_and_store_form(store: Path, manifests: Path) -> None:

@@ -108,15 +108,22 @@ def test_link_adds_an_edge_once_and_refuses_cycles(store: Store) -> None:
     assert store.link(rid(0), rid(1), "resumed_from") is False
 
 
-def test_a_cycle_in_recorded_edges_ends_the_walk(store: Store) -> None:
-    # manifests are not checked against each other: two can name each other as parents
-    store.record_many([child(7, ("rerun_of", rid(8))), child(8, ("rerun_of", rid(7)))])
+def test_manifests_that_name_each_other_do_not_make_a_cycle(store: Store) -> None:
+    # in one batch: the first is recorded, the second would close the cycle and is refused
+    results = store.record_many(
+        [child(7, ("rerun_of", rid(8))), child(8, ("rerun_of", rid(7))), child(9)]
+    )
+    assert [r.status for r in results] == ["recorded", "failed", "recorded"]
+    assert results[1].message is not None and "would make a cycle" in results[1].message
     report = store.lineage(rid(7))
-    assert _edges(report.ancestors) == [
-        (rid(8), 1, "rerun_of", "manifest"),
-        (rid(7), 2, "rerun_of", "manifest"),
-    ]
-    assert len(report.descendants) == 2
+    assert _edges(report.ancestors) == [(rid(8), 1, "rerun_of", "manifest")]
+    assert report.descendants == []
+    # across calls, and through a longer loop: 12 -> 11 -> 10 -> 12
+    store.record(child(11, ("rerun_of", rid(10))))
+    store.record(child(12, ("rerun_of", rid(11))))
+    with pytest.raises(InvalidInputError, match="would make a cycle"):
+        store.record(child(10, ("derived_from", rid(12))))
+    assert [r.run_id for r in store.runs()].count(rid(10)) == 0
 
 
 def test_a_parent_recorded_after_its_child(store: Store) -> None:
@@ -175,5 +182,6 @@ def test_lineage_on_postgres(pg_store: Store) -> None:
     assert [e.run_id for e in pg_store.lineage(rid(0)).descendants][:2] == [rid(1), rid(2)]
     assert pg_store.link(rid(0), rid(4), "rerun_of") is True
     assert len(pg_store.lineage(rid(4)).ancestors) == 6
-    pg_store.record_many([child(7, ("rerun_of", rid(8))), child(8, ("rerun_of", rid(7)))])
-    assert len(pg_store.lineage(rid(8)).ancestors) == 2
+    results = pg_store.record_many([child(7, ("rerun_of", rid(8))), child(8, ("rerun_of", rid(7)))])
+    assert [r.status for r in results] == ["recorded", "failed"]
+    assert pg_store.lineage(rid(8)).ancestors == []

@@ -71,7 +71,7 @@ def run_script(script: str, tmp_path: Path) -> list[str]:
     """
     path = tmp_path / "rerun.sh"
     path.write_text(
-        "python() { printf '%s\\0' \"$@\"; printf 'ENV=%s\\0' \"$HF_HOME\"; }\n" + script
+        "python() { printf '%s\\0' \"$@\"; printf 'ENV=%s\\0' \"$HF_DATASETS_CACHE\"; }\n" + script
     )
     done = subprocess.run(
         ["/bin/sh", str(path)], cwd=tmp_path, env={"PATH": ""}, capture_output=True, check=True
@@ -82,10 +82,10 @@ def run_script(script: str, tmp_path: Path) -> list[str]:
 
 def test_every_word_survives_the_shell(tmp_path: Path) -> None:
     argv = ["python", "train.py", *NASTY]
-    env = {"HF_HOME": "/data/hf cache/$(echo pwned > MARKER)'\""}
+    env = {"HF_DATASETS_CACHE": "/data/hf cache/$(echo pwned > MARKER)'\""}
     script = render_script(make(argv, config={"selected_env": env}))
     subprocess.run(["/bin/sh", "-n"], input=script.encode(), check=True)
-    assert run_script(script, tmp_path) == [*argv[1:], f"ENV={env['HF_HOME']}"]
+    assert run_script(script, tmp_path) == [*argv[1:], f"ENV={env['HF_DATASETS_CACHE']}"]
 
 
 def test_command_line_is_shlex_join(tmp_path: Path) -> None:
@@ -151,8 +151,10 @@ def test_newlines_in_recorded_text_cannot_escape_comments() -> None:
 
 
 def test_invalid_env_names_are_not_exported() -> None:
-    script = render_script(make(["x"], config={"selected_env": {"A;rm -rf /": "1", "OK_1": "v"}}))
-    assert command_lines(script) == ["export OK_1=v", "x"]
+    script = render_script(
+        make(["x"], config={"selected_env": {"A;rm -rf /": "1", "NCCL_OK_1": "v"}})
+    )
+    assert command_lines(script) == ["export NCCL_OK_1=v", "x"]
     assert "is not a shell variable name" in script
 
 
@@ -257,18 +259,18 @@ def test_own_home_is_expanded_and_other_homes_stay_redacted(
     doc, redacted = redact_tree(
         {
             "command": {"argv": [f"{home}/venv/bin/train", f"--out={home}/runs", "/home/bob/x"]},
-            "config": {"selected_env": {"PYTHONPATH": f"{home}/src:/opt/lib"}},
+            "config": {"selected_env": {"NCCL_DEBUG_FILE": f"{home}/nccl.%h:/opt/n"}},
         }
     )
     assert doc["command"]["argv"] == ["~/venv/bin/train", "--out=~/runs", "<HOME>/x"]
-    assert doc["config"]["selected_env"] == {"PYTHONPATH": "~/src:/opt/lib"}
+    assert doc["config"]["selected_env"] == {"NCCL_DEBUG_FILE": "~/nccl.%h:/opt/n"}
     assert redacted == ["command.argv.2"]  # `~` is a spelling, `<HOME>` hides a person
 
     manifest = make(doc["command"]["argv"], config=doc["config"], collection={"redacted": redacted})
     assert [r.label for r in redacted_inputs(manifest)] == ["argv[2]"]
     lines = command_lines(render_script(manifest))
     assert lines == [
-        'export PYTHONPATH="$HOME"/src:/opt/lib',
+        'export NCCL_DEBUG_FILE="$HOME"/nccl.%h:/opt/n',
         '"$HOME"/venv/bin/train --out="$HOME"/runs \'<HOME>/x\'',
     ]
 
@@ -279,13 +281,13 @@ def test_confirmed_run_expands_the_own_home(
     home = tmp_path / "home"
     program = home / "bin" / "show"
     program.parent.mkdir(parents=True)
-    program.write_text('#!/bin/sh\nprintf "%s|%s" "$1" "$WHERE" > "$2"\n')
+    program.write_text('#!/bin/sh\nprintf "%s|%s" "$1" "$NCCL_DEBUG_FILE" > "$2"\n')
     program.chmod(0o755)
     monkeypatch.setenv("HOME", str(home))
     out = tmp_path / "out.txt"
     manifest = make(
         ["~/bin/show", "--data=~/data", str(out)],
-        config={"selected_env": {"WHERE": "~/w:~/v"}},
+        config={"selected_env": {"NCCL_DEBUG_FILE": "~/w:~/v"}},
     )
     assert rerun_confirmed(manifest, report=PASSED) == 0
     assert out.read_text() == f"--data={home}/data|{home}/w:{home}/v"

@@ -135,6 +135,11 @@ class _Group(click.Group):
         except ExpdnaError as exc:
             click.echo(f"expdna: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            # 128 + SIGINT, as a shell reports it; the store is consistent: the transaction
+            # of the batch being written rolled back, and its blobs are left for gc
+            click.echo("expdna: interrupted", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -28,7 +28,7 @@ def verdict_line(report: CheckReport) -> str:
 
 
 @click.command("check")
-@click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
+@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option(
     "--repo",
     "repos",

@@ -13,11 +13,11 @@ from pathlib import Path
 import click
 
 from expdna.cli.output import emit_json
+from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.collectors.data import Progress
 from expdna.compare.data import DatasetCheck, verify_data
 from expdna.errors import ExpdnaError
-from expdna.manifest.io import load_manifest
 
 #: A dataset is large, and gets a progress line, above either of these (to be hashed).
 LARGE_FILES = 1000
@@ -119,7 +119,7 @@ def data_group() -> None:
 
 
 @data_group.command("verify")
-@click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
+@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option(
     "--data-root",
     "data_roots",
@@ -153,13 +153,15 @@ def verify_command(
 ) -> None:
     """Re-digest every dataset MANIFEST recorded; exit 1 naming each file that differs.
 
+    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
+
     A launcher's gate: exit 0 when every dataset matches, 1 when any file was changed,
     removed or added (or a dataset cannot be found or read), 2 on an unusable manifest.
     Files are named when the recorded listing is at hand (embedded in the manifest for
     small datasets, in the local digest cache, or in the store); otherwise the counts that
     differ are shown.
     """
-    recorded = load_manifest(manifest)
+    recorded = load_manifests([str(manifest)], config)[0]
     datasets = recorded.to_dict()["data"]["datasets"]
     report = verify_data(
         datasets,

@@ -29,13 +29,21 @@ def upgrade_command(config: StoreConfig) -> None:
 
 
 @db_group.command("current")
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"revision", "head", "current", "index"}.'
+)
 @pass_config
 @click.pass_context
-def current_command(ctx: click.Context, config: StoreConfig) -> None:
+def current_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None:
     """Print the index's schema revision; exit 1 when it is not this expdna's head."""
     with open_store(config, checked=False) as store:
         found, head = store.index_revision()
         where = store.index_location
+    if as_json:
+        from expdna.cli.output import emit_json
+
+        emit_json({"revision": found, "head": head, "current": found == head, "index": where})
+        ctx.exit(0 if found == head else 1)
     if found == head:
         click.echo(f"{found} (head)  index {where}")
         return

@@ -54,8 +54,8 @@ def render(report: DiffReport) -> list[str]:
 
 
 @click.command("diff")
-@click.argument("a", type=click.Path(path_type=Path), metavar="A")
-@click.argument("b", type=click.Path(path_type=Path), metavar="B")
+@click.argument("a", type=click.Path(path_type=Path, readable=False), metavar="A")
+@click.argument("b", type=click.Path(path_type=Path, readable=False), metavar="B")
 @click.option(
     "--json",
     "as_json",

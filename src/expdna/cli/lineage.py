@@ -66,9 +66,17 @@ def lineage_command(config: StoreConfig, ref: str, as_json: bool) -> None:
 @click.option(
     "--as", "relation", required=True, type=click.Choice(RELATIONS), help="CHILD <relation> PARENT."
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"added", "parent", "child", "relation"}.'
+)
 @pass_config
-def link_command(config: StoreConfig, parent: str, child: str, relation: str) -> None:
+def link_command(
+    config: StoreConfig, parent: str, child: str, relation: str, as_json: bool
+) -> None:
     """Record that CHILD resumed from, reran or derives from PARENT (both recorded runs)."""
     with open_store(config) as store:
         added = store.link(parent, child, relation)
+    if as_json:
+        emit_json({"added": added, "parent": parent, "child": child, "relation": relation})
+        return
     click.echo(f"{'linked' if added else 'already linked'}: {child} {relation} {parent}")

@@ -31,7 +31,9 @@ def pin_table(found: Sequence[PinRecord]) -> list[str]:
 
 @click.command("pin")
 @click.argument(
-    "checkpoint", type=click.Path(path_type=Path, exists=True, dir_okay=False), metavar="CHECKPOINT"
+    "checkpoint",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False, readable=False),
+    metavar="CHECKPOINT",
 )
 @click.option(
     "--run",

@@ -59,13 +59,25 @@ def table(runs: Sequence[RunSummary]) -> list[str]:
     return lines
 
 
-def emit_runs(ctx: click.Context, runs: Sequence[RunSummary], as_json: bool) -> None:
-    """Print ``runs`` as a table or JSON; exit 1 when there are none."""
+def emit_runs(
+    ctx: click.Context,
+    runs: Sequence[RunSummary],
+    as_json: bool,
+    unknown: dict[str, list[str]] | None = None,
+) -> None:
+    """Print ``runs`` as a table or JSON; exit 1 when there are none (naming the --where
+    paths no run has, with the nearest known ones)."""
     if as_json:
         emit_json([run.to_dict() for run in runs])
     elif runs:
         for line in table(runs):
             click.echo(line)
+    elif unknown:
+        hints = [
+            f"no run has {path}" + (f" (nearest: {', '.join(near)})" if near else "")
+            for path, near in unknown.items()
+        ]
+        click.echo(f"no runs match: {'; '.join(hints)}", err=True)
     else:
         click.echo("no runs match", err=True)
     ctx.exit(0 if runs else 1)
@@ -142,7 +154,8 @@ def show_command(
     "where",
     multiple=True,
     metavar="PATH=VALUE",
-    help="A manifest leaf, e.g. training.algorithm=grpo (repeatable: all must hold).",
+    help="A manifest leaf, e.g. training.algorithm=grpo (repeatable: all must hold); "
+    "numbers compare by value (lr=1e-2 finds 0.01).",
 )
 @click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
 @click.option(
@@ -173,10 +186,11 @@ def runs_command(
         runs = store.runs(
             dna_prefix=dna_prefix, where=filters, since=moment, limit=limit + 1 if limit else None
         )
+        unknown = store.unknown_paths(filters) if filters and not runs else None
     if limit and len(runs) > limit:
         runs = runs[:limit]
         click.echo(f"(newest {limit} shown; --limit 0 for all)", err=True)
-    emit_runs(ctx, runs, as_json)
+    emit_runs(ctx, runs, as_json, unknown)
 
 
 @click.command("twins")
@@ -247,7 +261,10 @@ def find_command(
 ) -> None:
     """Runs matching every filter given (filters AND together), newest first.
 
-    Values match exactly, as text: `--where training.global_batch_size=16`.
+    Values match exactly, as text: `--where training.algorithm=grpo`; a VALUE that reads
+    as a number matches any number equal to it (`--where config.resolved_args.lr=1e-2`
+    finds 0.01, `training.global_batch_size=16` finds 16.0). A path no run has is named,
+    with the nearest paths that runs do have.
     """
     from expdna.store.queries import named_filter, parse_where
 
@@ -258,4 +275,5 @@ def find_command(
         raise click.UsageError("give at least one filter (--vbios, --driver, ..., --where)")
     with open_store(config, read_only=True) as store:
         runs = store.find(*filters, limit=limit)
-    emit_runs(ctx, runs, as_json)
+        unknown = store.unknown_paths(filters) if not runs else None
+    emit_runs(ctx, runs, as_json, unknown)

@@ -8,6 +8,7 @@ import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
+from expdna.errors import ExpdnaError
 from expdna.manifest.dna import short
 from expdna.manifest.io import load_manifest
 from expdna.manifest.model import Manifest
@@ -21,20 +22,56 @@ def result_line(result: RecordResult) -> str:
     return f"skipped  {result.run_id}  (already recorded){where}"
 
 
+def _failed(source: str, exc: ExpdnaError) -> RecordResult:
+    return RecordResult(
+        run_id="", dna=None, generated_at=None, status="failed", source=source, message=str(exc)
+    )
+
+
+def _load_each(paths: tuple[Path, ...]) -> list[tuple[str, Manifest] | RecordResult]:
+    """Each file loaded, or its failure; files are read before the store is opened, so
+    a call whose every file is bad leaves no store behind."""
+    loaded: list[tuple[str, Manifest] | RecordResult] = []
+    for path in paths:
+        try:
+            loaded.append((str(path), load_manifest(path)))
+        except ExpdnaError as exc:
+            loaded.append(_failed(str(path), exc))
+    return loaded
+
+
+def _record_files(config: StoreConfig, paths: tuple[Path, ...]) -> list[RecordResult]:
+    loaded = _load_each(paths)
+    good = [item for item in loaded if isinstance(item, tuple)]
+    recorded: list[RecordResult] = []
+    if good:
+        with open_store(config) as store:
+            recorded = list(store.record_each(good))
+    results = iter(recorded)
+    return [next(results) if isinstance(item, tuple) else item for item in loaded]
+
+
 @click.command("record")
-@click.argument("manifests", nargs=-1, type=click.Path(path_type=Path), metavar="MANIFEST...")
+# readable=False: an unreadable file is one line naming it (expdna reads it), not a usage error
+@click.argument(
+    "manifests", nargs=-1, type=click.Path(path_type=Path, readable=False), metavar="MANIFEST..."
+)
 @click.option(
     "--scan",
     "scan",
     type=click.Path(path_type=Path, file_okay=False),
     metavar="DIR",
-    help="Record every manifest_*.json below DIR (already recorded runs are skipped).",
+    help="Record every manifest_*.json below DIR (already recorded runs are skipped); "
+    "every other .json file below DIR is named on stderr as passed over, with the reason.",
 )
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print a JSON array: run_id, dna, generated_at, status, source, message.",
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only errors (one line per file that failed)."
 )
 @pass_config
 @click.pass_context
@@ -44,32 +81,34 @@ def record_command(
     manifests: tuple[Path, ...],
     scan: Path | None,
     as_json: bool,
+    quiet: bool,
 ) -> None:
     """Record manifest files into the store (--store / EXPDNA_STORE).
 
-    Recording a run twice changes nothing. A manifest whose dna.value does not match its
-    content is refused. With MANIFEST arguments every file is checked first and nothing
-    is written if one is bad; with --scan a bad file is reported and the rest recorded.
-    Exit 0 when every manifest was recorded or skipped, 2 when any failed.
+    Recording a run twice changes nothing. Each file is judged on its own: every valid
+    manifest is recorded, and each one that is not (unreadable, malformed, a DNA that does
+    not match its content, a run id recorded with other content, a lineage that would make
+    a cycle) is named on stderr with the reason, one line per file. Exit 0 when every
+    manifest was recorded or skipped, 2 when any failed.
     """
     if bool(manifests) == (scan is not None):
         raise click.UsageError("give MANIFEST files or --scan DIR (one of them)")
     if scan is not None and not scan.is_dir():
         raise click.BadParameter(f"{scan}: no such directory", param_hint="--scan")
-    # files are read before the store is opened: a bad one leaves no store behind
-    loaded = [load_manifest(path) for path in manifests]
-    with open_store(config) as store:
-        if scan is not None:
-            results = list(store.scan(scan))
-        else:
-            # one batch: every file is checked before anything is written
-            results = store.record_many(
-                loaded, sources=[str(p) for p in manifests], batch_size=len(loaded)
-            )
+
+    def passed_over(path: Path, reason: str) -> None:
+        if not quiet:
+            click.echo(f"expdna: passed over {path}: {reason}", err=True)
+
+    if scan is not None:
+        with open_store(config) as store:
+            results = list(store.scan(scan, passed_over=passed_over))
+    else:
+        results = _record_files(config, manifests)
     failed = [r for r in results if r.status in ("failed", "conflict")]
     if as_json:
         emit_json([r.to_dict() for r in results])
-    else:
+    elif not quiet:
         for result in results:
             if result.status in ("recorded", "skipped"):
                 click.echo(result_line(result))

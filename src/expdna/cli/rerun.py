@@ -7,14 +7,15 @@ from pathlib import Path
 import click
 
 from expdna.cli.check import result_line, verdict_line
+from expdna.cli.refs import load_manifests
+from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.check import check_live
-from expdna.compare.rerun import render_script, rerun_confirmed
+from expdna.compare.rerun import applied_env, render_script, rerun_confirmed, verify_dna
 from expdna.errors import RefusedError
-from expdna.manifest.io import load_manifest
 
 
 @click.command("rerun")
-@click.argument("manifest", type=click.Path(path_type=Path), metavar="MANIFEST")
+@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Print the script; run nothing.")
 @click.option(
     "--confirm",
@@ -30,25 +31,39 @@ from expdna.manifest.io import load_manifest
     metavar="PATH",
     help="Another git repository for the check (repeatable), as in `expdna check`.",
 )
+@pass_config
 @click.pass_context
 def rerun_command(
-    ctx: click.Context, manifest: Path, dry_run: bool, confirm: bool, repos: tuple[Path, ...]
+    ctx: click.Context,
+    config: StoreConfig,
+    manifest: Path,
+    dry_run: bool,
+    confirm: bool,
+    repos: tuple[Path, ...],
 ) -> None:
     """Rerun the command MANIFEST recorded; exactly one of --dry-run or --confirm.
 
+    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
+
     --dry-run prints a POSIX shell script to review: expected commits and patch, the
-    recorded environment and the quoted command, redacted values marked. --confirm runs
-    the command in the current directory and exits with its status. Neither installs
-    packages or changes git state.
+    recorded environment and the quoted command, redacted values marked; every text from
+    the manifest is quoted or escaped, so none can end a comment or a quote. --confirm
+    verifies the manifest's DNA, checks this environment, and runs the command in the
+    current directory, exiting with its status. It applies only the recorded variables
+    that expdna collects, never one that changes what code loads (PATH, PYTHONPATH,
+    LD_PRELOAD, ...): the script shows those for you to set. Neither installs packages
+    or changes git state.
     """
     if dry_run == confirm:
         raise click.UsageError("give exactly one of --dry-run or --confirm")
-    recorded = load_manifest(manifest)
+    recorded = load_manifests([str(manifest)], config)[0]
     if dry_run:
         click.echo(render_script(recorded), nl=False)
         return
     if not recorded.command.argv:
         raise RefusedError(f"{manifest}: no command was recorded: there is nothing to rerun")
+    verify_dna(recorded)
+    applied_env(recorded)
     report = check_live(recorded, cwd=Path.cwd(), repos=repos)
     # stdout belongs to the command being rerun: our words go to stderr.
     for result in report.results:

@@ -34,9 +34,15 @@ def open_store(config: StoreConfig, *, checked: bool = True, read_only: bool = F
 
 
 @click.command("fsck")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print {"ok", "objects", "runs", "problems", "unreferenced", "temp_files"}.',
+)
 @pass_config
 @click.pass_context
-def fsck_command(ctx: click.Context, config: StoreConfig) -> None:
+def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None:
     """Re-hash every object and check every reference from the index.
 
     Exit 0 when the store is consistent, 1 naming each problem otherwise. Unreferenced
@@ -44,6 +50,13 @@ def fsck_command(ctx: click.Context, config: StoreConfig) -> None:
     """
     with open_store(config, read_only=True) as store:
         report = store.fsck()
+    if as_json:
+        from dataclasses import asdict
+
+        from expdna.cli.output import emit_json
+
+        emit_json({"ok": report.ok, **asdict(report)})
+        ctx.exit(0 if report.ok else 1)
     for problem in report.problems:
         click.echo(f"problem: {problem}")
     click.echo(
@@ -65,11 +78,26 @@ def fsck_command(ctx: click.Context, config: StoreConfig) -> None:
     metavar="SECONDS",
     help="Keep unreferenced objects younger than this: a recorder may be about to use them.",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help='Print {"dry_run", "removed": [blake3:<hex>...], "removed_bytes", "temp_files", '
+    '"kept_young"}.',
+)
 @pass_config
-def gc_command(config: StoreConfig, dry_run: bool, grace_s: float) -> None:
+def gc_command(config: StoreConfig, dry_run: bool, grace_s: float, as_json: bool) -> None:
     """Remove objects that no recorded run references, and stray temporary files."""
     with open_store(config) as store:
         report = store.gc(dry_run=dry_run, grace_s=grace_s)
+    if as_json:
+        from dataclasses import asdict
+
+        from expdna.cli.output import emit_json
+        from expdna.digest.refs import ref
+
+        emit_json({**asdict(report), "removed": [ref(d) for d in report.removed]})
+        return
     verb = "would remove" if dry_run else "removed"
     if dry_run:
         from expdna.digest.refs import ref

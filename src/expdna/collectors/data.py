@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from expdna.collectors.context import CollectContext, Partial
 from expdna.digest import hash_file, hex_of, ref, ref_hex, ref_of
+from expdna.regular import NotRegularFileError
 
 if TYPE_CHECKING:  # the cache (sqlite3) and pyarrow helpers load only when data is given
     from expdna.digest.cache import DigestCache, StatKey
@@ -294,6 +295,10 @@ def _hash_missing(
                 found[i], sizes[i] = hash_file(scan.base + rel, on_bytes=meter.add)
             except OSError as exc:
                 scan.problems.append(f"{rel}: cannot read ({exc.strerror})")
+                scan.complete = False
+                continue
+            except NotRegularFileError as exc:  # replaced by a FIFO or device since listed
+                scan.problems.append(f"{rel}: not read ({exc.kind})")
                 scan.complete = False
                 continue
             scan.hashed += 1

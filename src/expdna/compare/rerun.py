@@ -3,6 +3,14 @@
 The script is text for a person: what the code must be (commented, never acted on), the
 recorded environment as ``export`` lines and the recorded argv, every word quoted. Nothing
 here installs a package or touches git; ``--confirm`` only runs the recorded argv.
+
+A manifest may come from anyone, so its text is data, never script: every manifest-derived
+value in a comment has its control characters written as escapes (a newline cannot end the
+comment), every word is quoted (``$'...'`` with ``\\xNN`` where a byte is not printable
+ASCII, so an ANSI escape stays an escape and the argv stays byte-exact), and the
+environment is applied only where the collector would have collected the name and the
+variable does not change what code loads (:data:`LOADER_VARIABLES`): those are shown,
+commented out, for a person to set.
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from expdna.collectors.config import ENV_NAMES, ENV_PREFIXES
 from expdna.compare.check import CheckReport, check_live
-from expdna.errors import ExpdnaError, RefusedError
+from expdna.errors import ExpdnaError, InvalidInputError, RefusedError
 from expdna.manifest.dna import compute_dna, short
 from expdna.manifest.escape import is_escaped, to_bytes, to_os_str
 from expdna.manifest.model import Manifest, Repo
@@ -27,6 +36,72 @@ from expdna.manifest.model import Manifest, Repo
 REDACTION_MARKS: tuple[str, ...] = ("***", "<HOME>", "<internal-address>", "<internal-host>")
 _SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATCH_PREFIX = "#| "
+
+#: Variables that change which code a process loads: never applied from a manifest, even
+#: where a whitelisted prefix would collect them (the script shows them to set by hand).
+LOADER_VARIABLES: frozenset[str] = frozenset(
+    {
+        "PATH",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "PYTHONUSERBASE",
+        "PYTHONSAFEPATH",
+        "PYTHONPLATLIBDIR",
+        "PYTHONEXECUTABLE",
+        "PYTHONINSPECT",
+        "PYTHONBREAKPOINT",
+        "PYTHONWARNINGS",
+        "BASH_ENV",
+        "ENV",
+        "IFS",
+        "PERL5LIB",
+        "PERL5OPT",
+        "RUBYOPT",
+        "NODE_OPTIONS",
+        "JAVA_TOOL_OPTIONS",
+        "HF_HOME",
+        "HF_MODULES_CACHE",
+        "TORCH_HOME",
+        "TORCH_EXTENSIONS_DIR",
+        "RAY_RUNTIME_ENV_HOOK",
+        "RAY_START_HOOK",
+    }
+)
+#: Prefixes of loader variables (the dynamic linker's, on Linux and macOS).
+LOADER_PREFIXES: tuple[str, ...] = ("LD_", "DYLD_")
+
+
+def is_loader_variable(name: str) -> bool:
+    return name in LOADER_VARIABLES or name.startswith(LOADER_PREFIXES)
+
+
+def is_collectable(name: str) -> bool:
+    """Whether the environment collector would have recorded ``name`` at all."""
+    return name in ENV_NAMES or name.startswith(ENV_PREFIXES)
+
+
+def applied_env(manifest: Manifest) -> dict[str, str]:
+    """The recorded variables ``--confirm`` applies: collectable, not loader variables.
+
+    Raises :class:`InvalidInputError` for a name no environment can hold (``=``, NUL) and
+    for a value holding NUL.
+    """
+    applied: dict[str, str] = {}
+    for name, value in manifest.config.selected_env.items():
+        key = to_os_str(name)
+        if not key or "=" in key or "\x00" in key:
+            raise InvalidInputError(
+                f"config.selected_env: {_one_line(repr(name))} is not an environment "
+                "variable name (empty, or holds '=' or NUL)"
+            )
+        if not is_collectable(key) or is_loader_variable(key):
+            continue
+        text = to_os_str(expand_home(value))  # `~`: the recording user's home is ours
+        if "\x00" in text:
+            raise InvalidInputError(f"config.selected_env.{key}: the value holds a NUL character")
+        applied[key] = text
+    return applied
 
 
 class LaunchError(ExpdnaError):
@@ -103,7 +178,7 @@ def _repo_lines(name: str, repo: Repo) -> list[str]:
     where = f"(branch {repo.branch})" if repo.branch else "(detached)" if repo.detached else ""
     if repo.patch is not None:
         below = " below" if repo.patch.text else ""
-        state = f"dirty: patch {repo.patch.digest}{below}"
+        state = f"dirty: patch {_one_line(repo.patch.digest)}{below}"
     else:
         state = {True: "dirty, no patch recorded", False: "clean", None: "state unknown"}[
             repo.dirty
@@ -124,7 +199,7 @@ def _patch_lines(name: str, repo: Repo) -> list[str]:
     assert repo.patch is not None
     patch = repo.patch
     safe = _one_line(name)
-    lines = [f"#   patch {patch.digest}, {patch.size} bytes, against the commit above"]
+    lines = [f"#   patch {_one_line(patch.digest)}, {patch.size} bytes, against the commit above"]
     if patch.binary_files:
         lines.append(
             "#   binary files not in the patch text: "
@@ -141,25 +216,55 @@ def _patch_lines(name: str, repo: Repo) -> list[str]:
         lines.append("#   (patch text truncated in the manifest: the full one is in the store)")
     if any(mark in patch.text for mark in REDACTION_MARKS):
         lines.append("#   (the patch was redacted when recorded: restore marked values by hand)")
-    # A distinct prefix, so the patch can be cut back out (sh ends a comment only at \n).
-    lines.append(
-        f"#   to extract: sed -n '/^# begin patch {safe}$/,/^# end patch {safe}$/s/^#| //p'"
-    )
-    lines.append(f"# begin patch {safe}")
     body = patch.text[:-1] if patch.text.endswith("\n") else patch.text
-    lines += [_PATCH_PREFIX + line for line in body.split("\n")]
+    shown = [_patch_line(line) for line in body.split("\n")]
+    if any(line is None for line in shown):
+        lines.append(
+            "#   (the patch holds control characters, written below as escapes: take the "
+            "exact patch from the store by its digest)"
+        )
+    # A distinct prefix, so the patch can be cut back out (sh ends a comment only at \n).
+    script = f"/^# begin patch {_bre(safe)}$/,/^# end patch {_bre(safe)}$/s/^#| //p"
+    lines.append(f"#   to extract: sed -n {_one_line(shlex.quote(script))}")
+    lines.append(f"# begin patch {safe}")
+    lines += [
+        _PATCH_PREFIX + (line if line is not None else _one_line(raw))
+        for line, raw in zip(shown, body.split("\n"), strict=True)
+    ]
     lines.append(f"# end patch {safe}")
     return lines
+
+
+def _patch_line(line: str) -> str | None:
+    """A patch line as it is, or None when it holds a control character other than a tab
+    or the carriage return that ends a CRLF line (an ANSI escape or a carriage return
+    mid-line could hide text from the person reviewing)."""
+    body = line[:-1] if line.endswith("\r") else line
+    return None if any(not ch.isprintable() and ch != "\t" for ch in body) else line
+
+
+def _bre(text: str) -> str:
+    """``text`` matched literally inside a sed basic regular expression."""
+    return "".join("\\" + ch if ch in ".[]*^$\\/" else ch for ch in text)
+
+
+def needs_ansi_c(word: str) -> bool:
+    """Whether :func:`shell_word` writes ``word`` as ``$'...'``: a word in the escaped form,
+    or one holding a control character other than newline and tab (an ANSI escape, a
+    carriage return), which a terminal would act on and ``click`` strips from a pipe. A
+    newline or a tab is written as it is: inside single quotes it cannot end anything."""
+    return is_escaped(word) or any(not ch.isprintable() and ch not in "\n\t" for ch in word)
 
 
 def shell_word(word: str) -> str:
     """``word`` quoted for a POSIX shell, byte-exact for a word in the escaped form.
 
-    A word recorded as ``bytes:...`` (not valid UTF-8 when recorded) is written as
-    ``$'...'`` with ``\\xNN`` for every byte outside printable ASCII, which bash, zsh and
-    ksh read back as the original bytes.
+    A word recorded as ``bytes:...`` (not valid UTF-8 when recorded), or holding a
+    character that is not printable (a newline, an ANSI escape), is written as ``$'...'``
+    with ``\\xNN`` for every byte outside printable ASCII, which bash, zsh and ksh read
+    back as the original bytes; and the script itself holds no control character.
     """
-    if not is_escaped(word):
+    if not needs_ansi_c(word):
         return shlex.quote(word)
     parts = []
     for byte in to_bytes(word):
@@ -175,8 +280,11 @@ def render_script(manifest: Manifest) -> str:
     """The POSIX shell script that would rerun ``manifest``, for a person to review."""
     listed = set(manifest.collection.redacted)
     dna = manifest.dna.value if manifest.dna else compute_dna(manifest).value
+    words = [*manifest.command.argv, *manifest.config.selected_env.values()]
+    # $'...' is read by bash, zsh and ksh, not by every /bin/sh (dash)
+    shell = "#!/bin/bash" if any(needs_ansi_c(word) for word in words) else "#!/bin/sh"
     out = [
-        "#!/bin/sh",
+        shell,
         "# expdna rerun script: review it and fill in what is marked before running it.",
         "# It installs nothing and changes no git state: set up the code below by hand.",
         f"# run:          {_one_line(manifest.run_id)}",
@@ -200,9 +308,19 @@ def render_script(manifest: Manifest) -> str:
         if not _SHELL_NAME.match(name):
             out.append(f"# skipped: {_one_line(repr(name))} is not a shell variable name")
             continue
+        line = f"export {name}={_home_word(value)}"
+        if is_loader_variable(name) or not is_collectable(name):
+            why = (
+                "it changes what code loads"
+                if is_loader_variable(name)
+                else "expdna never collects it"
+            )
+            out.append(f"# NOT APPLIED: {name} is in the manifest, but {why}; set it by hand")
+            out.append(f"#   only if you trust it: {_one_line(line)}")
+            continue
         if _is_redacted(value, f"config.selected_env.{name}", listed):
             out.append(f"# FILL IN BY HAND: {name} was redacted when recorded")
-        out.append(f"export {name}={_home_word(value)}")
+        out.append(line)
     argv = manifest.command.argv
     if not argv:
         out.append("# No command was recorded: there is no command to rerun.")
@@ -259,10 +377,10 @@ def run_recorded(
     argv = [to_os_str(expand_home(word)) for word in manifest.command.argv]
     if not argv:
         raise RefusedError("no command was recorded: there is nothing to rerun")
-    recorded = {
-        to_os_str(k): to_os_str(expand_home(v)) for k, v in manifest.config.selected_env.items()
-    }
-    env = {**(os.environ if environ is None else environ), **recorded}
+    for i, word in enumerate(argv):
+        if "\x00" in word:
+            raise InvalidInputError(f"command.argv.{i}: holds a NUL character")
+    env = {**(os.environ if environ is None else environ), **applied_env(manifest)}
     try:
         proc = subprocess.Popen(argv, env=env, cwd=cwd)
     except OSError as exc:
@@ -284,9 +402,25 @@ def rerun_confirmed(
     """
     if not manifest.command.argv:
         raise RefusedError("no command was recorded: there is nothing to rerun")
+    verify_dna(manifest)
+    applied_env(manifest)  # a bad name is refused before the check runs anything
     if report is None:
         report = check_live(manifest, cwd=cwd, repos=repos)
     reasons = refusal_reasons(manifest, report)
     if reasons:
         raise RefusedError("refusing to rerun: " + "; ".join(reasons))
     return run_recorded(manifest, cwd=cwd)
+
+
+def verify_dna(manifest: Manifest) -> None:
+    """Refuse (exit 2) a manifest without a DNA or whose content no longer hashes to it."""
+    from expdna.store.errors import DnaMismatchError
+
+    if manifest.dna is None:
+        raise DnaMismatchError(f"run {manifest.run_id}: no dna.value to verify the manifest by")
+    computed = compute_dna(manifest).value
+    if computed != manifest.dna.value:
+        raise DnaMismatchError(
+            f"run {manifest.run_id}: dna.value {short(manifest.dna.value)} does not match the "
+            f"DNA of its content ({short(computed)}): the manifest was corrupted or edited"
+        )

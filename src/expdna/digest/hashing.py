@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from blake3 import blake3
 
 from expdna.digest.refs import ref
+from expdna.regular import open_regular
 
 if TYPE_CHECKING:  # the cache loads sqlite3; only its callers need it
     from expdna.digest.cache import DigestCache
@@ -74,7 +75,8 @@ def hash_file(
 def _hash_path(
     path: str | os.PathLike[str], on_bytes: Callable[[int], None] | None
 ) -> tuple[str, int]:
-    with open(path, "rb") as fh:
+    # a FIFO or a device is refused before reading: a read there can block or never end
+    with open(open_regular(os.fspath(path)), "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < SMALL_FILE_BYTES:
             data = fh.read()

@@ -8,6 +8,7 @@ Such a string is recorded in the *escaped form*::
 
 where ``<text>`` is the original bytes with every valid UTF-8 character kept as it is,
 ``%`` written ``%25``, and every other byte written ``%XX`` (two upper-case hex digits).
+NUL, valid UTF-8 that no index text column and no C string can hold, is written ``%00``.
 ``b"caf\\xe9 100%"`` is recorded as ``"bytes:caf%E9 100%25"``. A string that happens to
 start with ``bytes:`` is escaped too, so the form is a bijection: :func:`to_bytes` gives
 back the exact bytes of every recorded word, and ``rerun`` passes those to the program.
@@ -29,7 +30,7 @@ def _has_surrogate(text: str) -> bool:
 
 def needs_escape(text: str) -> bool:
     """True for a string that JSON cannot carry as is, or that looks escaped already."""
-    return text.startswith(PREFIX) or _has_surrogate(text)
+    return text.startswith(PREFIX) or "\x00" in text or _has_surrogate(text)
 
 
 def _raw(text: str) -> bytes:
@@ -53,6 +54,8 @@ def escape_bytes(raw: bytes) -> str:
             parts.append(f"%{code - 0xDC00:02X}")
         elif ch == "%":
             parts.append("%25")
+        elif ch == "\x00":
+            parts.append("%00")
         else:
             parts.append(ch)
     return "".join(parts)

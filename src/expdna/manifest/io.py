@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -53,6 +54,15 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _finite(text: str) -> float:
+    """A JSON number as a float, refused where it overflows to infinity (``1e400``): the
+    same value written ``Infinity`` is refused, so its overflowing spelling is too."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text} is out of range for a float (not finite)")
+    return value
+
+
 def _depth(value: Any, limit: int) -> int:
     """Nesting depth, iteratively (a recursive walk is what deep input attacks); only
     containers are visited, since a manifest is mostly leaves. A scalar is depth 0."""
@@ -84,7 +94,12 @@ def parse_json(data: bytes, source: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ManifestError(source, f"not valid UTF-8 (byte {exc.start})") from None
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        doc = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constants,
+            parse_float=_finite,
+        )
     except _DuplicateKey as exc:
         raise ManifestError(source, f"invalid JSON: {exc}") from None
     except RecursionError:
@@ -197,6 +212,12 @@ def fit_to_cap(manifest: Manifest, cap: int = MAX_WRITE_BYTES) -> tuple[bytes, l
             patch["text"] = None
             patch["truncated"] = True
             notes.append(f"code.{name}.patch.text")
+    # Config file texts next: their digests stay, and a store keeps them as blobs.
+    for path, record in ((doc.get("config") or {}).get("config_file_details") or {}).items():
+        if isinstance(record, dict) and record.get("text"):
+            record["text"] = None
+            record["truncated"] = True
+            notes.append(f"config.config_file_details.{path}.text")
     data = serialise(doc)
     # Give the room left back to the patches, largest first, so as much as fits stays inline.
     if len(data) <= cap:

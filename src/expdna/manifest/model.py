@@ -7,7 +7,7 @@ newer 1.x tool survives a read/write round trip through this one. Values are fac
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +15,10 @@ from expdna.manifest.lineage import Relation
 
 #: 1.1 added ``unknown`` (sections a collector could not finish, part of the DNA).
 SCHEMA_VERSION = "1.1"
+
+#: A digest reference as manifests write it; anything else is refused when a manifest is read
+#: (a digest is shown in rerun scripts and names objects, so it must be exactly this).
+DigestRef = Annotated[str, Field(pattern=r"^blake3:[0-9a-f]{64}$")]
 
 SectionName = Literal["code", "config", "training", "environment", "hardware", "runtime", "data"]
 #: The sections that enter the DNA, in the order they are shown.
@@ -42,14 +46,14 @@ class Command(_Open):
 
 class BinaryFile(_Open):
     path: str
-    digest: str | None = Field(None, description="blake3:<hex> of the working-tree bytes.")
+    digest: DigestRef | None = Field(None, description="blake3:<hex> of the working-tree bytes.")
     size: int | None = None
 
 
 class Patch(_Open):
     """Uncommitted work of one repository. The DNA uses ``digest``, never ``text``."""
 
-    digest: str = Field(description="blake3:<hex> of the full patch text (UTF-8).")
+    digest: DigestRef = Field(description="blake3:<hex> of the full patch text (UTF-8).")
     size: int = Field(description="Bytes of the full patch text.")
     text: str | None = Field(None, description="The patch inline; may be truncated.")
     truncated: bool = False
@@ -74,15 +78,55 @@ class Repo(_Open):
     submodules: list[Submodule] = Field(default_factory=list)
 
 
+class ConfigFile(_Open):
+    """One config file the run reads, keyed by its path in ``config.config_file_details``.
+
+    Outside the DNA: the digest (also in ``config.config_files``) stands for the text,
+    and the parsed values (``config.config_values``) repeat it.
+    """
+
+    name: str | None = Field(None, description="Short name, the key in config_values.")
+    source: str | None = Field(None, description="argument, a flag (--config), or hydra.")
+    format: str | None = None
+    size: int | None = Field(None, description="Bytes of the file as read.")
+    digest: str | None = Field(None, description="blake3:<hex> of the redacted text.")
+    truncated: bool = Field(False, description="Over the text cap: digest only, no text.")
+    text: str | None = Field(None, description="The redacted text inline (a blob in a store).")
+    parse_error: str | None = Field(None, description="Why its values are not recorded.")
+    unknown: str | None = Field(None, description="Why it could not be read at all.")
+
+
 class Config(_Open):
     resolved_args: dict[str, Any] = Field(default_factory=dict)
     selected_env: dict[str, str] = Field(default_factory=dict)
-    config_files: dict[str, str] = Field(
-        default_factory=dict, description="Config file path -> blake3:<hex> of its bytes."
+    config_files: dict[str, DigestRef] = Field(
+        default_factory=dict,
+        description="Config file path -> blake3:<hex> of its redacted text (in the DNA).",
     )
     dna_ignore: list[str] = Field(
         default_factory=list,
         description="Extra glob patterns of dotted paths left out of the DNA.",
+    )
+    config_file_details: dict[str, ConfigFile] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Config file path -> what was read (outside the DNA).",
+    )
+    config_file_args: list[str] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Arguments whose value names a recorded config file (left out of the DNA: "
+        "the file's digest stands for them).",
+    )
+    hydra: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="A Hydra run's command-line overrides and config name (outside the DNA).",
+    )
+    config_values: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Parsed values of each config file, by its short name (outside the DNA).",
     )
 
 
@@ -100,7 +144,7 @@ class Environment(_Open):
     packages: dict[str, str] = Field(
         default_factory=dict, description="Key packages, name -> installed version."
     )
-    packages_digest: str | None = Field(
+    packages_digest: DigestRef | None = Field(
         None, description="blake3:<hex> of the sorted listing of every installed distribution."
     )
     os: str | None = None
@@ -141,7 +185,7 @@ class Runtime(_Open):
 
 class Dataset(_Open):
     root: str
-    digest: str | None = Field(None, description="blake3:<hex> of the sorted file listing.")
+    digest: DigestRef | None = Field(None, description="blake3:<hex> of the sorted file listing.")
     files: int | None = None
     bytes: int | None = None
 

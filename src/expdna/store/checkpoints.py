@@ -20,6 +20,7 @@ from expdna.digest import SMALL_FILE_BYTES, hash_file, parse_digest
 from expdna.digest.refs import is_tagged
 from expdna.errors import InvalidInputError
 from expdna.manifest.redact import redact_text
+from expdna.regular import NotRegularFileError, kind
 from expdna.store import pins
 from expdna.store.entities import PinRecord
 from expdna.store.index.engine import Index
@@ -96,7 +97,7 @@ def with_matches(pins: Iterable[PinRecord], digests: FileDigests) -> list[PinRec
             try:
                 if where.is_file():
                     matches = digests.digest(where)[0] == pin.digest
-            except OSError:
+            except (OSError, NotRegularFileError):  # swapped for a FIFO since the is_file
                 matches = None
         result.append(replace(pin, matches=matches))
     return result
@@ -140,7 +141,10 @@ def which(index: Index, target: str, *, use_cache: bool = True) -> list[PinRecor
             with index.read() as conn:
                 return [replace(p, matches=True) for p in pins.by_digest(conn, hex_digest)]
         if os.path.exists(target):
-            raise InvalidInputError(f"{target}: is a directory, not a checkpoint file")
+            raise InvalidInputError(
+                f"{target}: not a regular file ({kind(os.stat(target).st_mode)}), "
+                "not a checkpoint file"
+            )
         with index.read() as conn:
             if is_tagged(target):
                 found = pins.by_digest(conn, parse_digest(target))

@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from expdna.errors import ExpdnaError
+from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS
 from expdna.store import maintenance, queries
 from expdna.store.config import StoreConfig
@@ -62,6 +62,12 @@ BATCH = 500
 OBJECTS = "objects"
 
 
+def _failed(source: str | None, exc: ExpdnaError, run_id: str = "") -> RecordResult:
+    return RecordResult(
+        run_id=run_id, dna=None, generated_at=None, status="failed", source=source, message=str(exc)
+    )
+
+
 def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
     """Load and check one manifest file; a bad file becomes a ``failed`` result."""
     from expdna.manifest.io import load_manifest
@@ -71,9 +77,17 @@ def _load(path: str | os.PathLike[str], memo: SectionMemo) -> BatchItem:
     try:
         return prepare(load_manifest(source), source=source, memo=memo)
     except ExpdnaError as exc:
-        return RecordResult(
-            run_id="", dna=None, generated_at=None, status="failed", source=source, message=str(exc)
-        )
+        return _failed(source, exc)
+
+
+def _check(manifest: Manifest, source: str | None, memo: SectionMemo) -> BatchItem:
+    """Check one loaded manifest; a bad one becomes a ``failed`` result."""
+    from expdna.store.record.prepare import prepare
+
+    try:
+        return prepare(manifest, source=source, memo=memo)
+    except ExpdnaError as exc:
+        return _failed(source, exc, manifest.run_id)
 
 
 class Store:
@@ -249,6 +263,8 @@ class Store:
         result = next(self._recorder.run([[prepared]]))
         if result.status == "conflict":
             raise RunConflictError(result.message or "conflict")
+        if result.status == "failed":  # its lineage would close a cycle
+            raise InvalidInputError(result.message or "failed")
         return result
 
     def record_many(
@@ -264,7 +280,8 @@ class Store:
 
         Each batch is checked whole before any of it is written: an invalid manifest
         raises, and only the batches before it are recorded (recording them again skips
-        them). Conflicting run ids come back with status ``conflict``. ``sources`` (one
+        them). Conflicting run ids come back with status ``conflict``, and a run whose lineage
+        would close a cycle with status ``failed`` (its reason in ``message``). ``sources`` (one
         file name per manifest) label errors and results.
         """
         from expdna.store.record.prepare import prepare
@@ -286,12 +303,37 @@ class Store:
         batches = ([_load(p, self._memo) for p in chunk] for chunk in chunks(paths, batch_size))
         yield from self._recorder.run(batches)
 
-    def scan(
-        self, directory: str | os.PathLike[str], *, batch_size: int = BATCH
+    def record_each(
+        self,
+        manifests: Iterable[tuple[str | None, Manifest]],
+        *,
+        batch_size: int = BATCH,
     ) -> Iterator[RecordResult]:
-        """Record every ``manifest_*.json`` below ``directory`` (sorted; recorded ones skipped)."""
-        files = sorted(Path(directory).rglob("manifest_*.json"))
-        yield from self.record_files((f for f in files if f.is_file()), batch_size=batch_size)
+        """Record (source, manifest) pairs one result each: a manifest that fails its checks
+        is a ``failed`` result and the others are still recorded."""
+        batches = (
+            [_check(manifest, source, self._memo) for source, manifest in chunk]
+            for chunk in chunks(manifests, batch_size)
+        )
+        yield from self._recorder.run(batches)
+
+    def scan(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        batch_size: int = BATCH,
+        passed_over: Callable[[Path, str], None] | None = None,
+    ) -> Iterator[RecordResult]:
+        """Record every ``manifest_*.json`` below ``directory`` (sorted; recorded ones skipped).
+
+        ``passed_over(path, reason)`` hears of each ``.json`` file that is not recorded
+        because of its name or its kind (a FIFO, a directory).
+        """
+        from expdna.store.record.scan import candidates
+
+        yield from self.record_files(
+            candidates(Path(directory), passed_over), batch_size=batch_size
+        )
 
     # -- reading ---------------------------------------------------------------------
 
@@ -345,7 +387,7 @@ class Store:
             if across_seeds and family is None:  # recorded before family digests
                 from expdna.manifest.family import family_of
 
-                family = family_of(self.show(record.run_id))
+                family = family_of(self.show(record.run_id), version=record.dna_version)
         with self.index.read() as conn:
             if across_seeds:
                 return queries.select_runs(conn, family=family)
@@ -356,6 +398,7 @@ class Store:
         (``expdna db upgrade`` calls it); returns how many runs were filled in."""
         from sqlalchemy import select, update
 
+        from expdna.manifest.dna import stored_version
         from expdna.manifest.family import family_of
         from expdna.store.index.models import Blob, Run
 
@@ -373,7 +416,9 @@ class Store:
             updates = []
             for run_key, digest in rows:
                 doc = json.loads(self.objects.read_verified(digest))
-                updates.append({"key": run_key, "family": family_of(doc)})
+                # A family is computed in the DNA version of the run's own DNA.
+                family = family_of(doc, version=stored_version(doc))
+                updates.append({"key": run_key, "family": family})
             with self.index.write() as conn:
                 for row in updates:
                     conn.execute(
@@ -385,6 +430,11 @@ class Store:
         """Runs matching every filter (AND), newest first."""
         with self.index.read() as conn:
             return queries.select_runs(conn, filters=filters, limit=limit)
+
+    def unknown_paths(self, filters: Sequence[Filter]) -> dict[str, list[str]]:
+        """Each filter path no recorded run has -> the nearest paths some run has."""
+        with self.index.read() as conn:
+            return queries.unknown_paths(conn, filters)
 
     def find_ids(self, *filters: Filter, limit: int | None = None) -> list[tuple[str, str]]:
         """(run id, DNA) of the runs matching every filter, newest first (find, lighter)."""
@@ -473,12 +523,14 @@ class Store:
         *,
         where: Sequence[Filter] = (),
         since: datetime | None = None,
+        columns: Sequence[str] = (),
     ) -> int:
         """One Parquet row per matching run (key fields, section digests, ``metric_<name>``
-        columns), written atomically; returns the number of rows. Needs pyarrow."""
+        columns, and a string column per manifest path in ``columns``), written atomically;
+        returns the number of rows. Needs pyarrow."""
         from expdna.store.export import export_parquet
 
-        return export_parquet(self.index, Path(path), filters=where, since=since)
+        return export_parquet(self.index, Path(path), filters=where, since=since, columns=columns)
 
     # -- maintenance -----------------------------------------------------------------
 

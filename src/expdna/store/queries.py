@@ -34,6 +34,7 @@ from expdna.store.index.models import (
     Run,
     RunFactSet,
 )
+from expdna.store.where import match_texts, near_paths
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -216,13 +217,15 @@ def filtered(
         ids = path_ids(conn, fact_paths) if fact_paths else []
         if not columns and not ids:
             return None
-        alternatives: list[ColumnElement[bool]] = [c == condition.value for c in columns]
+        texts = match_texts(condition.value)
+        alternatives: list[ColumnElement[bool]] = [c.in_(texts) for c in columns]
         if ids:
             # The record pipeline's value form, loaded only by a query that filters on facts.
             from expdna.store.record.flatten import query_value
 
             value_ids = select(FactValue.id).where(
-                FactValue.path_id.in_(ids), FactValue.value == query_value(condition.value)
+                FactValue.path_id.in_(ids),
+                FactValue.value.in_(sorted({query_value(t) for t in texts})),
             )
             # A run holds a fact itself or through a fact set (expdna.store.record.factsets).
             sets = select(FactSetMember.set_id).where(FactSetMember.value_id.in_(value_ids))
@@ -290,6 +293,17 @@ NAMED_FILTERS: dict[str, tuple[str, ...]] = {
 def named_filter(name: str, value: str) -> Filter:
     """``named_filter("vbios", "96.00.89.00.01")``: a filter from :data:`NAMED_FILTERS`."""
     return Filter(NAMED_FILTERS[name], value)
+
+
+def unknown_paths(conn: Connection, filters: Sequence[Filter]) -> dict[str, list[str]]:
+    """Each filter path that no recorded run has -> the nearest paths that some run has."""
+    asked = {p for f in filters for p in f.paths if p not in COLUMN_PATHS}
+    found = set(conn.execute(select(FactPath.path).where(FactPath.path.in_(asked))).scalars())
+    missing = sorted(asked - found)
+    if not missing:
+        return {}
+    known = [*COLUMN_PATHS, *conn.execute(select(FactPath.path)).scalars()]
+    return {path: near_paths(path, known) for path in missing}
 
 
 def parse_where(text: str) -> Filter:

@@ -14,7 +14,7 @@ from typing import Any
 from expdna.digest import hex_of
 from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import DNA_VERSION, compute_dna, short
+from expdna.manifest.dna import DNA_VERSION, DNA_VERSIONS, compute_dna, short, stored_version
 from expdna.manifest.family import family_of
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Manifest
@@ -116,10 +116,11 @@ def _unknown(doc: dict[str, Any]) -> str | None:
 
 
 def _check_version(stored: Any, source: str) -> None:
-    if stored is not None and stored.get("version") != DNA_VERSION:
+    if stored is not None and stored.get("version") not in DNA_VERSIONS:
+        known = ", ".join(str(v) for v in DNA_VERSIONS)
         raise DnaMismatchError(
             f"{source}: DNA version {stored.get('version')!r} is not one this expdna can "
-            f"verify (it knows version {DNA_VERSION})"
+            f"verify (it knows versions {known})"
         )
 
 
@@ -135,7 +136,8 @@ def _with_checked_dna(doc: dict[str, Any], source: str) -> dict[str, Any]:
     """``doc`` with its DNA: computed when absent, refused when it does not match."""
     stored = doc.get("dna")
     _check_version(stored, source)
-    computed = compute_dna(doc)
+    # A manifest keeps the DNA version it was written in: an older one is verified in it.
+    computed = compute_dna(doc, version=stored_version(doc))
     if stored is None:
         return {**doc, "dna": computed.model_dump(mode="python")}
     _check_match(stored, computed.value, computed.sections, source)
@@ -148,7 +150,8 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
     form = to_store_form(doc)
     facts, metrics = flatten(form.doc)
     sets, own = partition(facts)
-    family = family_of(form.doc, form.doc["dna"]["sections"])
+    version = form.doc["dna"]["version"]
+    family = family_of(form.doc, form.doc["dna"]["sections"], version=version)
     return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics, family)
 
 
@@ -160,6 +163,8 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
     _check_version(stored, source)
     if (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
         return None
+    if stored is not None and stored.get("version") != DNA_VERSION:
+        return None  # the memo works in the current version; an older one is rare
     form, patches = move_patches(doc)
     parts = split(form)
     if parts is None:
@@ -195,6 +200,35 @@ def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, s
             raise InvalidInputError(f"{where}: {problem}")
         edges.add((str(relation), str(parent)))
     return tuple(sorted(edges))
+
+
+def _nul_path(doc: dict[str, Any]) -> str | None:
+    """The dotted path of the first key or string holding a NUL character, or None."""
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        path, node = stack.pop()
+        items = node.items() if type(node) is dict else enumerate(node)
+        for key, value in items:
+            here = f"{path}.{key}" if path else str(key)
+            if (type(key) is str and "\x00" in key) or (type(value) is str and "\x00" in value):
+                return here.replace("\x00", "\\x00")
+            if type(value) is dict or type(value) is list:
+                stack.append((here, value))
+    return None
+
+
+def _refuse_nul(form: _Form, where: str) -> None:
+    """A NUL character is refused on every index backend alike: PostgreSQL's text cannot
+    hold one (it would fail the whole batch's transaction) and SQLite would keep it. The
+    JSON of the store form writes it as ``\\u0000``, so one byte search finds it; a patch's
+    text is a blob, never a fact, and may keep it."""
+    if b"\\u0000" in form.data:
+        path = _nul_path(form.doc)
+        if path is not None:
+            raise InvalidInputError(
+                f"{where}: NUL character in {path}: an index cannot hold it (record the "
+                "value in the escaped form, bytes:...%00)"
+            )
 
 
 def _references(doc: dict[str, Any]) -> dict[str, str]:
@@ -243,6 +277,7 @@ def prepare_doc(
         )
     lineage = _lineage(doc, run_id, where)
     form = (_by_section(doc, where, memo) if memo is not None else None) or _whole(doc, where)
+    _refuse_nul(form, where)
     generated_at = parse_time(str(doc.get("generated_at")), f"{where}: generated_at")
     blobs = [BlobData(form.digest, form.data, "manifest")]
     blobs += [BlobData(digest, data, "patch") for digest, data in form.patches.items()]

@@ -32,6 +32,7 @@ from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache
 from expdna.store.objects.blobwriter import BlobWriter
 from expdna.store.objects.directory import ObjectDir
+from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
 from expdna.store.record.write import recorded_digests, write_batch
 
@@ -45,8 +46,8 @@ MIN_HELPER_BLOBS = 64
 HELPER = os.name == "posix"
 
 
-def _result(prepared: Prepared, status: RecordStatus) -> RecordResult:
-    message = None
+def _result(prepared: Prepared, status: RecordStatus, refused: dict[str, str]) -> RecordResult:
+    message = refused.get(prepared.run_id) if status == "failed" else None
     if status == "conflict":
         message = (
             f"{prepared.source or prepared.run_id}: run {prepared.run_id} is recorded "
@@ -74,6 +75,9 @@ class Recorder:
         """The blobs of the runs not recorded yet (one look at the index)."""
         with self.index.read() as conn:
             known = recorded_digests(conn, (p.run_id for p in batch))
+            # a run the index will refuse for a lineage cycle leaves no blobs behind
+            if any(p.lineage for p in batch):
+                known.update(cyclic(conn, [p for p in batch if p.run_id not in known]))
         return [blob.data for p in batch if p.run_id not in known for blob in p.blobs]
 
     def _write_here(self, blobs: Sequence[bytes]) -> None:
@@ -113,15 +117,17 @@ class Recorder:
         """Commit the batch's index rows; results in the order of ``items``."""
         batch = [item for item in items if isinstance(item, Prepared)]
         status: list[RecordStatus] = []
+        refused: dict[str, str] = {}
         if batch:
             status, interned = self.index.write_retrying(
-                lambda conn: write_batch(conn, batch, self._interned)
+                lambda conn: write_batch(conn, batch, self._interned, refused)
             )
             if interned is not None:  # only ids from a committed transaction may be reused
                 self._interned.add(interned)
         states = iter(status)
         return [
-            _result(item, next(states)) if isinstance(item, Prepared) else item for item in items
+            _result(item, next(states), refused) if isinstance(item, Prepared) else item
+            for item in items
         ]
 
     def run(self, batches: Iterable[Sequence[BatchItem]]) -> Iterator[RecordResult]:

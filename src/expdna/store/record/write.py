@@ -27,6 +27,7 @@ from expdna.store.index.models import (
     RunBlob,
     RunFactSet,
 )
+from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
 
 
@@ -54,13 +55,17 @@ def blob_ids(conn: Connection, digests: Iterable[str]) -> dict[str, int]:
 
 
 def write_batch(
-    conn: Connection, batch: Sequence[Prepared], cache: InternCache
+    conn: Connection,
+    batch: Sequence[Prepared],
+    cache: InternCache,
+    refused: dict[str, str] | None = None,
 ) -> tuple[list[RecordStatus], Interned | None]:
     """Insert the index rows of ``batch``; returns each entry's status, in order, and the
     interned ids (for ``cache``, once the transaction has committed).
 
     ``skipped``: the run is recorded already (or earlier in the batch) with the same
-    manifest; ``conflict``: with another manifest (a recorded run is never changed).
+    manifest; ``conflict``: with another manifest (a recorded run is never changed);
+    ``failed``: its lineage would close a cycle (the reason goes into ``refused``).
     """
     status: list[RecordStatus] = ["recorded"] * len(batch)
     existing = recorded_digests(conn, (p.run_id for p in batch))
@@ -77,6 +82,14 @@ def write_batch(
     if not fresh:
         return status, None
     new = [batch[fresh[run_id]] for run_id in sorted(fresh)]
+    if any(p.lineage for p in new):
+        for run_id, reason in cyclic(conn, new).items():
+            status[fresh.pop(run_id)] = "failed"
+            if refused is not None:
+                refused[run_id] = reason
+        new = [p for p in new if p.run_id in fresh]
+        if not new:
+            return status, None
 
     blobs: dict[str, dict[str, Any]] = {}
     for prepared in new:
