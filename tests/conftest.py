@@ -14,6 +14,7 @@ import pytest
 
 from expdna.store import Store
 from tests.factories import DATA, git
+from tests.secret_scan import pytest_sessionfinish  # noqa: F401  (detect-secrets at the end)
 
 
 @pytest.fixture(scope="session")

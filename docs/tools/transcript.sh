@@ -86,7 +86,7 @@ block bytes-gen;  run "expdna generate -o manifests/bytes.json -- python train.p
 block redact-number; run "expdna generate -o manifests/pw.json -- python train.py --lr 3e-4 --db-password 12345678 --hf-token hf_aQ7rT2mX9pL4vK8nB3cZ6wY1dF5gH0jS2e > /dev/null && python ../show_manifest.py manifests/pw.json command.argv config.resolved_args collection.redacted"
 block redact-number-dna; run "expdna generate -o manifests/pw2.json -- python train.py --lr 3e-4 --db-password hunter2hunter2 --hf-token hf_Zx9wV8uT7sR6qP5oN4mL3kJ2iH1gF0eD9c > /dev/null && expdna diff manifests/pw.json manifests/pw2.json"
 block api;        run "python ../api_demo.py"
-block redact;     run "python ../redact_examples.py"
+block redact;     run "HOME=/home/alice python ../redact_examples.py"
 
 # ---- collectors page: the runner -----------------------------------------------------------
 block col-registry; run "python -c 'from expdna.collectors import default_registry

@@ -155,31 +155,40 @@ def test_diff_warns_about_a_stale_stored_dna(repo: Path, out: Path) -> None:
 # --- rerun ----------------------------------------------------------------------------
 
 
-def test_rerun_confirm_exits_with_the_command_status(repo: Path, out: Path) -> None:
-    # A program by name, not sys.executable: an interpreter under $HOME is recorded as
-    # <HOME>/..., which rerun rightly refuses (the next test), and venvs often live there.
-    manifest = generate(repo, out / "m.json", "sh", "-c", "exit 3")
-    done = expdna("rerun", manifest, "--confirm", cwd=repo)
+def home_with_this_venv(tmp_path: Path) -> tuple[Path, Path]:
+    """A home directory holding this test run's virtual environment (a link to it), as
+    most interpreters live under $HOME, and the interpreter's path inside it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "venv").symlink_to(sys.prefix, target_is_directory=True)
+    return home, home / "venv" / "bin" / Path(sys.executable).name
+
+
+def test_rerun_confirm_exits_with_the_command_status(repo: Path, out: Path, tmp_path: Path) -> None:
+    # The interpreter under $HOME is recorded as ~/venv/bin/python, which rerun expands.
+    home, python = home_with_this_venv(tmp_path)
+    env = {"HOME": str(home)}
+    manifest = generate(repo, out / "m.json", str(python), "-c", "raise SystemExit(3)", env=env)
+    assert json.loads(manifest.read_text())["command"]["argv"][0] == f"~/venv/bin/{python.name}"
+    done = expdna("rerun", manifest, "--confirm", cwd=repo, env=env)
     assert done.returncode == 3, done.stderr
     assert "verdict: PASS" in done.stderr
 
 
-def test_rerun_confirm_refuses_a_program_under_the_home_directory(
-    repo: Path, out: Path, tmp_path: Path
-) -> None:
+def test_rerun_dry_run_leaves_the_home_to_the_shell(repo: Path, out: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     program = home / "venv" / "bin" / "train"
     program.parent.mkdir(parents=True)
     program.write_text("#!/bin/sh\nexit 3\n")
     program.chmod(0o755)
     manifest = generate(repo, out / "m.json", str(program), env={"HOME": str(home)})
-    assert json.loads(manifest.read_text())["command"]["argv"] == ["<HOME>/venv/bin/train"]
+    assert json.loads(manifest.read_text())["command"]["argv"] == ["~/venv/bin/train"]
 
-    done = expdna("rerun", manifest, "--confirm", cwd=repo, env={"HOME": str(home)})
-    assert done.returncode == 1, done.stderr
-    assert "refusing to rerun" in done.stderr and "argv[0]" in done.stderr
     script = expdna("rerun", manifest, "--dry-run", cwd=repo)
-    assert "# FILL IN BY HAND: argv[0] ('<HOME>/venv/bin/train')" in script.stdout
+    assert script.stdout.rstrip("\n").splitlines()[-1] == '"$HOME"/venv/bin/train'
+    assert "FILL IN BY HAND" not in script.stdout
+    ran = subprocess.run(["sh", "-c", script.stdout], env={**os.environ, "HOME": str(home)})
+    assert ran.returncode == 3
 
 
 def test_rerun_confirm_refuses_a_redacted_argument(repo: Path, out: Path) -> None:

@@ -54,8 +54,11 @@ def _token(kind: str, prefix: str, body: str, shown: str | None = None) -> Secre
 def _pem(label: str, lines: int) -> Secret:
     body = tuple(rand(B64, 64) for _ in range(lines))
     begin = f"-----BEGIN {label}-----"
-    text = "\n".join((begin, *body, rand(B64, 20) + "==", f"-----END {label}-----"))
-    return Secret(f"pem-{label}", text, body, begin + REDACTED_MARK)
+    end = f"-----END {label}-----"
+    text = "\n".join((begin, *body, rand(B64, 20) + "==", end))
+    # line by line, so a redacted patch keeps its line count
+    alone = "\n".join((begin, *[REDACTED_MARK] * (lines + 1), end))
+    return Secret(f"pem-{label}", text, body, alone)
 
 
 def _jwt(kind: str) -> Secret:
@@ -256,7 +259,7 @@ def test_pem_block_cut_short_is_redacted_to_the_end() -> None:
     body = rand(B64, 64)
     text = f'+key = """\n+-----BEGIN OPENSSH PRIVATE KEY-----\n+{body}\n+{body[::-1]}'
     out = redact_text(text)
-    assert out == '+key = """\n+-----BEGIN OPENSSH PRIVATE KEY-----***'
+    assert out == '+key = """\n+-----BEGIN OPENSSH PRIVATE KEY-----\n+***\n+***'
 
 
 # --- look-alikes -------------------------------------------------------------------
@@ -366,11 +369,11 @@ def test_private_details(text: str, expected: str, monkeypatch: pytest.MonkeyPat
 
 def test_current_home_is_redacted_and_root_is_not(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", "/srv/users/alice")
-    assert redact_text("/srv/users/alice/proj") == "<HOME>/proj"
+    assert redact_text("/srv/users/alice/proj") == "~/proj"
     assert redact_text("/srv/users/alicebob/proj") == "/srv/users/alicebob/proj"
     assert redact_text("/root/.cache/torch") == "/root/.cache/torch"
     monkeypatch.setenv("HOME", "/root")
-    assert redact_text("/root/.cache/torch") == "<HOME>/.cache/torch"
+    assert redact_text("/root/.cache/torch") == "~/.cache/torch"
     assert redact_text("/rootfs/x") == "/rootfs/x"
 
 
@@ -414,6 +417,18 @@ RANDOM_KEY = rand(ALNUM, 32)
         "OPENAI_KEY",
         "token",
         "passphrase",
+        "auth",
+        "auths",
+        "Authorization",
+        "client-key-data",
+        "session",
+        "SESSION_ID",
+        "browser_session_token",
+        "session_cookie",
+        "COOKIE",
+        "ci_creds",
+        "identitytoken",
+        "refresh-token",
     ],
 )
 def test_secret_named_value_is_hidden(name: str) -> None:
@@ -458,6 +473,12 @@ def test_known_shape_under_secret_name_keeps_its_prefix() -> None:
         ("use_auth_token", "true"),
         ("HF_TOKEN", ""),
         ("HF_TOKEN", "$HF_TOKEN_FROM_VAULT"),
+        ("author", "alice"),
+        ("tmux_session", "train-01"),
+        ("cookiecutter_template", "gh:org/ml-template"),
+        ("auth_type", "basic"),
+        ("client-certificate-data", "LS0tLS1CRUdJTi"),
+        ("oauth_scopes", "read,write"),
     ],
 )
 def test_ordinary_names_keep_their_value(name: str, value: str) -> None:

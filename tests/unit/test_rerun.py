@@ -244,3 +244,50 @@ def test_dry_run_through_the_cli_prints_the_script(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["rerun", str(path), "--dry-run"])
     assert result.exit_code == 0
     assert result.output == render_script(make([]))
+
+
+# --- the recording user's home, written `~` -------------------------------------------
+
+
+def test_own_home_is_expanded_and_other_homes_stay_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from expdna.manifest.redact import redact_tree
+
+    home = tmp_path / "alice"
+    monkeypatch.setenv("HOME", str(home))
+    doc, redacted = redact_tree(
+        {
+            "command": {"argv": [f"{home}/venv/bin/train", f"--out={home}/runs", "/home/bob/x"]},
+            "config": {"selected_env": {"NCCL_DEBUG_FILE": f"{home}/nccl.%h:/opt/n"}},
+        }
+    )
+    assert doc["command"]["argv"] == ["~/venv/bin/train", "--out=~/runs", "<HOME>/x"]
+    assert doc["config"]["selected_env"] == {"NCCL_DEBUG_FILE": "~/nccl.%h:/opt/n"}
+    assert redacted == ["command.argv.2"]  # `~` is a spelling, `<HOME>` hides a person
+
+    manifest = make(doc["command"]["argv"], config=doc["config"], collection={"redacted": redacted})
+    assert [r.label for r in redacted_inputs(manifest)] == ["argv[2]"]
+    lines = command_lines(render_script(manifest))
+    assert lines == [
+        'export NCCL_DEBUG_FILE="$HOME"/nccl.%h:/opt/n',
+        '"$HOME"/venv/bin/train --out="$HOME"/runs \'<HOME>/x\'',
+    ]
+
+
+def test_confirmed_run_expands_the_own_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    program = home / "bin" / "show"
+    program.parent.mkdir(parents=True)
+    program.write_text('#!/bin/sh\nprintf "%s|%s" "$1" "$NCCL_DEBUG_FILE" > "$2"\n')
+    program.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    out = tmp_path / "out.txt"
+    manifest = make(
+        ["~/bin/show", "--data=~/data", str(out)],
+        config={"selected_env": {"NCCL_DEBUG_FILE": "~/w:~/v"}},
+    )
+    assert rerun_confirmed(manifest, report=PASSED) == 0
+    assert out.read_text() == f"--data={home}/data|{home}/w:{home}/v"

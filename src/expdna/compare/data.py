@@ -64,13 +64,15 @@ class DataCheck:
 
 def resolve_root(recorded: str, data_roots: Sequence[tuple[str, str]]) -> str | None:
     """Where a recorded root is now: ``data_roots`` (OLD, NEW) first, longest OLD wins;
-    then ``<HOME>`` is this user's home. None when redaction left it unusable."""
+    then ``~`` and ``<HOME>`` are this user's home. None when redaction left it unusable."""
     for old, new in sorted(data_roots, key=lambda pair: -len(pair[0])):
         base = old.rstrip("/")
         if recorded == base or recorded.startswith(base + "/"):
             return (new.rstrip("/") + recorded[len(base) :]) or "/"
     if recorded == "<HOME>" or recorded.startswith("<HOME>/"):
         recorded = str(Path.home()) + recorded[len("<HOME>") :]
+    elif recorded == "~" or recorded.startswith("~/"):  # the recording user's own home
+        recorded = str(Path.home()) + recorded[1:]
     if ("<" in recorded and ">" in recorded) or "***" in recorded:
         return None
     return recorded

@@ -23,6 +23,7 @@ import subprocess
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from expdna.collectors.config import ENV_NAMES, ENV_PREFIXES
 from expdna.compare.check import CheckReport, check_live
@@ -96,7 +97,7 @@ def applied_env(manifest: Manifest) -> dict[str, str]:
             )
         if not is_collectable(key) or is_loader_variable(key):
             continue
-        text = to_os_str(value)
+        text = to_os_str(expand_home(value))  # `~`: the recording user's home is ours
         if "\x00" in text:
             raise InvalidInputError(f"config.selected_env.{key}: the value holds a NUL character")
         applied[key] = text
@@ -142,6 +143,27 @@ def redacted_inputs(manifest: Manifest) -> list[RedactedInput]:
         if _is_redacted(value, f"config.selected_env.{name}", listed)
     ]
     return found
+
+
+# Redaction writes the recording user's own home as `~` (a word's start, or after `=` or
+# `:` as in `--out=~/x` and `PATH=~/bin:~/.local/bin`); on this user's machine it is ours.
+_HOME_TILDE = re.compile(r"(?:^|(?<=[=:\s]))~(?=/|:|$|\s)")
+
+
+def expand_home(word: str) -> str:
+    """``word`` with a recorded ``~`` replaced by this user's home directory."""
+    if "~" not in word or is_escaped(word):
+        return word
+    home = str(Path.home())
+    return _HOME_TILDE.sub(lambda _: home, word)
+
+
+def _home_word(word: str) -> str:
+    """``word`` quoted for a shell, a recorded ``~`` left for the shell to expand."""
+    if "~" not in word or is_escaped(word) or not _HOME_TILDE.search(word):
+        return shell_word(word)
+    parts = _HOME_TILDE.split(word)
+    return '"$HOME"'.join(shell_word(part) if part else "" for part in parts)
 
 
 def _one_line(text: str) -> str:
@@ -279,14 +301,14 @@ def render_script(manifest: Manifest) -> str:
     out.append("#")
     if manifest.command.cwd:
         out.append("# Working directory of the original run:")
-        out.append(f"# cd {_one_line(shell_word(manifest.command.cwd))}")
+        out.append(f"# cd {_one_line(_home_word(manifest.command.cwd))}")
         if "<HOME>" in manifest.command.cwd:
             out.append("#   (<HOME> stands for the recording user's home directory)")
     for name, value in manifest.config.selected_env.items():
         if not _SHELL_NAME.match(name):
             out.append(f"# skipped: {_one_line(repr(name))} is not a shell variable name")
             continue
-        line = f"export {name}={shell_word(value)}"
+        line = f"export {name}={_home_word(value)}"
         if is_loader_variable(name) or not is_collectable(name):
             why = (
                 "it changes what code loads"
@@ -309,7 +331,7 @@ def render_script(manifest: Manifest) -> str:
                 f"# FILL IN BY HAND: argv[{i}] ({_one_line(shlex.quote(word))}) "
                 "was redacted when recorded"
             )
-    out.append(" ".join(shell_word(word) for word in argv))
+    out.append(" ".join(_home_word(word) for word in argv))
     return "\n".join(out) + "\n"
 
 
@@ -351,8 +373,8 @@ def run_recorded(
 
     No timeout: this is the training run itself, as long as it takes.
     """
-    # Words recorded in the escaped form get their original bytes back.
-    argv = [to_os_str(word) for word in manifest.command.argv]
+    # Words recorded in the escaped form get their original bytes back; `~` is our home.
+    argv = [to_os_str(expand_home(word)) for word in manifest.command.argv]
     if not argv:
         raise RefusedError("no command was recorded: there is nothing to rerun")
     for i, word in enumerate(argv):

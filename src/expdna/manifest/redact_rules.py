@@ -9,8 +9,10 @@ applies them, with the name rules, to text, argv and manifest trees.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from expdna.manifest.redact_tokens import TOKEN_SHAPES
 
 REDACTED_MARK = "***"
 _ADDRESS = "<internal-address>"
@@ -55,106 +57,43 @@ def _token(name: str, hints: tuple[str, ...], prefix: str, body: str, not_after:
     return Rule(name, hints, pattern, replace, prefix)
 
 
-# Token shapes, most specific first: a later, looser shape must not see a body that an
-# earlier one would have reported under its own prefix.
-_E = r"(?![A-Za-z0-9])"
-TOKEN_RULES: tuple[Rule, ...] = (
-    _token("github", ("gh",), r"gh[pousr]_", r"[A-Za-z0-9]{30,}" + _E),
-    _token("github-fine-grained", ("github_pat_",), r"github_pat_", r"\w{22,}"),
-    _token(
-        "gitlab",
-        ("gl",),
-        r"gl(?:pat|dt|rt|ptt|ft|imt|agent|oas|cbt|soat|ffct|wt)-",
-        r"[\w\-]{20,}(?:\.[\w\-]+)*",
-    ),
-    _token("gitlab-runner", ("GR1348941",), r"GR1348941", r"[\w\-]{20,}"),
-    _token("huggingface", ("hf_",), r"hf_", r"[A-Za-z0-9]{30,}" + _E),
-    _token("huggingface-org", ("api_org_",), r"api_org_", r"[A-Za-z0-9]{30,}" + _E),
-    _token("anthropic", ("sk-ant-",), r"sk-ant-(?:api|admin|oat|sid)\d\d-", r"[\w\-]{32,}"),
-    _token("openai-project", ("sk-",), r"sk-(?:proj|svcacct|admin|None)-", r"[\w\-]{20,}"),
-    # Legacy OpenAI and look-alikes (DeepSeek, ...); a digit in the body keeps prose out.
-    _token("openai", ("sk-",), r"sk-", r"(?=[\w\-]*\d)[\w\-]{20,}"),
-    _token(
-        "stripe",
-        ("_live_", "_test_"),
-        r"(?:sk|rk|pk)_(?:live|test)_",
-        r"[A-Za-z0-9]{16,}" + _E,
-    ),
-    _token("stripe-webhook", ("whsec_",), r"whsec_", r"[A-Za-z0-9]{24,}" + _E),
-    _token("slack", ("xox",), r"xox[abposre]-", r"[A-Za-z0-9\-]{10,}"),
-    _token("slack-app", ("xapp-",), r"xapp-", r"[A-Za-z0-9\-]{10,}"),
-    _token(
-        "slack-webhook",
-        ("hooks.slack.com",),
-        r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/",
-        r"[\w/\-]+",
-    ),
-    _token(
-        "discord-webhook",
-        ("/api/webhooks/",),
-        r"https?://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/",
-        r"[\w/\-]+",
-    ),
-    _token(
-        "aws-access-key-id",
-        ("AKIA", "ASIA", "ABIA", "ACCA"),
-        r"AKIA|ASIA|ABIA|ACCA",
-        r"[A-Z0-9]{16}" + _E,
-    ),
-    _token("google-api-key", ("AIza",), r"AIza", r"[\w\-]{35}(?![\w\-])"),
-    _token("google-oauth", ("ya29.",), r"ya29\.", r"[\w\-]{20,}"),
-    _token("google-client-secret", ("GOCSPX-",), r"GOCSPX-", r"[\w\-]{24,}"),
-    _token("npm", ("npm_",), r"npm_", r"[A-Za-z0-9]{36,}" + _E),
-    _token(
-        "pypi",
-        ("pypi-",),
-        r"pypi-",
-        r"(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)[\w\-]{40,}",
-    ),
-    _token("wandb", ("wandb_v1_",), r"wandb_v1_", r"[\w\-]{20,}"),
-    _token("wandb-local", ("local-",), r"local-", r"[0-9a-f]{40}" + _E),
-    _token("jwt", ("eyJ",), r"eyJ", r"[\w\-]{10,}\.[\w\-]{10,}\.[\w\-]*", "_-"),
-    _token("neptune", ("eyJhcGlfYWRkcmVzcyI6",), r"eyJ", r"hcGlfYWRkcmVzcyI6[\w+/=]+"),
-    _token("databricks", ("dapi",), r"dapi", r"[0-9a-f]{32}(?:-\d+)?" + _E),
-    _token("sendgrid", ("SG.",), r"SG\.", r"[\w\-]{16,}\.[\w\-]{30,}"),
-    _token("twilio", ("SK",), r"SK", r"[0-9a-fA-F]{32}" + _E),
-    _token("digitalocean", ("_v1_",), r"do[opr]_v1_", r"[0-9a-f]{64}" + _E),
-    _token("vault", ("hvs.", "hvb.", "hvr."), r"hv[sbr]\.", r"[\w\-]{24,}"),
-    _token("replicate", ("r8_",), r"r8_", r"[A-Za-z0-9]{30,}" + _E),
-    _token("groq", ("gsk_",), r"gsk_", r"[A-Za-z0-9]{40,}" + _E),
-    _token("xai", ("xai-",), r"xai-", r"[A-Za-z0-9]{60,}" + _E),
-    _token("nvidia", ("nvapi-",), r"nvapi-", r"[\w\-]{40,}"),
-    _token("perplexity", ("pplx-",), r"pplx-", r"[A-Za-z0-9]{40,}" + _E),
-    _token(
-        "azure-storage",
-        ("AccountKey=", "SharedAccessKey="),
-        r"(?:AccountKey|SharedAccessKey)=",
-        r"[A-Za-z0-9+/%]{16,}=*",
-    ),
-    _token("azure-sas", ("?sig=", "&sig="), r"[?&]sig=", r"[A-Za-z0-9%+/]{16,}=*"),
-    _token("bearer", ("earer",), r"[Bb]earer\s+", r"[\w.~+/\-]{16,}=*", "_"),
-    _token(
-        "authorization",
-        ("uthorization", "UTHORIZATION"),
-        r"(?:[Aa]uthorization|AUTHORIZATION)[\"']?\s*[:=]\s*[\"']?(?:Basic|Token|token)\s+",
-        r"[\w.~+/\-]{8,}=*",
-    ),
-    _token(
-        "netrc",
-        ("machine",),
-        r"machine\s+\S+\s+(?:login\s+\S+\s+)?password\s+",
-        r"(?!\*\*\*)\S+",
-        "_",
-    ),
+# Token shapes, compiled from the table in redact_tokens (most specific first).
+TOKEN_RULES: tuple[Rule, ...] = tuple(
+    _token(row.name, row.hints, row.prefix, row.body, row.not_after) for row in TOKEN_SHAPES
 )
 
-PEM = _token(
+# `.netrc`: `password` after `machine HOST` (and `login USER`), on one line or several.
+NETRC = _token(
+    "netrc",
+    ("machine",),
+    r"(?:machine[ \t]+\S+|default)(?:\s+(?:login|account)[ \t]+\S+)*\s+password[ \t]+",
+    r"(?!\*\*\*)\S+",
+    "_",
+)
+
+_PEM_BEGIN = r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+# A diff's `+` before a body line stays, for a hunk cut out of its patch.
+_PEM_LINE = re.compile(r"([+\-]?[ \t]*)[^\n]*[^\s][^\n]*")
+
+
+def _pem(m: re.Match[str]) -> str:
+    # Each line of the body becomes the mark, so a redacted patch keeps its line count
+    # (and its hunks apply); indentation stays, so YAML around it still parses.
+    body = _PEM_LINE.sub(lambda line: line.group(1) + REDACTED_MARK, m.group("body"))
+    return m.group("prefix") + body + m.group("end")
+
+
+PEM = Rule(
     "pem",
     ("PRIVATE KEY",),
     # A block cut short (a truncated patch) is redacted to the end of the text; the
-    # lookahead keeps an already redacted block from swallowing what follows it.
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-    r"(?!\*\*\*)(?s:.*?)(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    # lookahead keeps an already redacted block from being redacted again.
+    re.compile(
+        f"(?P<prefix>{_PEM_BEGIN})(?![ \\t\\n]*\\*\\*\\*)(?P<body>(?s:.*?))"
+        r"(?P<end>-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    ),
+    _pem,
+    _PEM_BEGIN,
 )
 
 
@@ -259,17 +198,29 @@ _WINDOWS_HOME = Rule(
 )
 
 
+HOME_TILDE = "~"
+
+
+def _own_home(m: re.Match[str]) -> str:
+    if _after_word(m, "_.-/~$"):
+        return m.group(0)
+    # `~` is what a shell (and `rerun`) expands; inside a file URL it would name a host.
+    return _HOME if m.string.endswith("file://", 0, m.start()) else HOME_TILDE
+
+
 def home_rule(home: str) -> Rule | None:
-    """The rule for the current user's home, wherever it is (``/root``, ``/srv/u``)."""
+    """The rule for the current user's home, wherever it is (``/root``, ``/srv/u``): it is
+    written ``~``, which this user's shell and ``rerun`` expand back."""
     home = home.rstrip("/\\")
     if len(home) < 2:
         return None  # a home of `/` would match every absolute path
     pattern = re.compile(re.escape(home) + r"(?![\w.\-$@+])")
-    return Rule("current-home", (home,), pattern, _private_path)
+    return Rule("current-home", (home,), pattern, _own_home)
 
 
 SHAPE_RULES: tuple[Rule, ...] = (
     PEM,  # first: its body must go as one piece, before any rule sees a fragment of it
+    NETRC,
     _URL_CREDENTIALS,
     *TOKEN_RULES,
     _IPV4,
@@ -278,15 +229,65 @@ SHAPE_RULES: tuple[Rule, ...] = (
     _PRIVATE_PATH,
     _WINDOWS_HOME,
 )
-# For short text one search for any hint beats a substring test per hint; for long text
-# (patches) the substring tests win, since a regex alternation this wide is slow to scan.
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One regex matching any of ``words``, longest first, shaped as a trie: a branch per
+    character, so the engine tries one alternative per position instead of all of them."""
+    root: dict[str, Any] = {}
+    for word in words:
+        node = root
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: dict[str, Any]) -> str:
+        alts = [re.escape(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        if "" in node:
+            return f"(?:{body})?" if len(alts) == 1 else body + "?"
+        return body
+
+    return build(root)
+
+
+# Which rules a hint wakes: found by one scan for every hint (overlapping, so `sk-ant-`
+# inside a text does not hide `sk-`), then only those rules run.
+# A hint found also wakes the rules of every hint it starts with (`xoxe` wakes `xox`).
+def _hint_rules() -> dict[str, tuple[int, ...]]:
+    own: dict[str, set[int]] = {}
+    for i, rule in enumerate(SHAPE_RULES):
+        for hint in rule.hints:
+            own.setdefault(hint.lower() if rule.fold else hint, set()).add(i)
+    return {
+        hint: tuple(sorted(set().union(*(ids for h, ids in own.items() if hint.startswith(h)))))
+        for hint in own
+    }
+
+
+HINT_RULES = _hint_rules()
 ANY_HINT = re.compile(
-    "|".join(
-        f"(?i:{re.escape(hint)})" if rule.fold else re.escape(hint)
-        for rule in SHAPE_RULES
-        for hint in rule.hints
-    )
+    "(?=("
+    + _trie(h for r in SHAPE_RULES if not r.fold for h in r.hints)
+    + "|(?i:"
+    + _trie(h.lower() for r in SHAPE_RULES if r.fold for h in r.hints)
+    + ")))"
 )
+
+
+def rules_for(text: str) -> list[Rule]:
+    """The shape rules whose hints occur in ``text``, in table order."""
+    found = set(ANY_HINT.findall(text))
+    if not found:
+        return []
+    wanted: set[int] = set()
+    for hint in found:
+        wanted.update(HINT_RULES.get(hint) or HINT_RULES.get(hint.lower(), ()))
+    return [SHAPE_RULES[i] for i in sorted(wanted)]
+
+
 LONG_TEXT = 512
 _SHAPED_WORD = re.compile(r"[\w+/=.\-]{16,}")
 _HEX32 = re.compile(r"[0-9a-fA-F]{32,}")
@@ -294,7 +295,7 @@ _HEX32 = re.compile(r"[0-9a-fA-F]{32,}")
 
 def is_token_shaped(value: str) -> bool:
     """A known token shape, or a long random-looking word."""
-    if any(rule.pattern.fullmatch(value) for rule in TOKEN_RULES):
+    if any(rule.pattern.fullmatch(value) for rule in rules_for(value)):
         return True
     if not _SHAPED_WORD.fullmatch(value) or value.startswith(("/", "./", "~")):
         return False  # words only, and a path is not a key

@@ -76,9 +76,12 @@ class FileDigests:
 
 
 def local_path(stored: str) -> Path:
-    """A pinned path as this machine reads it: a redacted home (``<HOME>/``) is ours."""
+    """A pinned path as this machine reads it: a recorded home (``~/``, or ``<HOME>/`` as
+    older versions wrote it) is ours."""
     if stored.startswith(HOME_MARK):
         return Path.home() / stored[len(HOME_MARK) :]
+    if stored.startswith("~/"):
+        return Path.home() / stored[2:]
     return Path(stored)
 
 

@@ -1,0 +1,96 @@
+"""The entropy backstop: a long random-looking token that no shape rule recognised.
+
+It applies where a credential is plausible whatever its shape: argv values, environment
+and resolved-config values, and the value of an assignment or key-value line in a patch
+or a config file. Free prose is left to the shape rules.
+
+Thresholds (documented in the guide, "The entropy backstop"):
+
+* the token is one word of ``[A-Za-z0-9+/_.~-]`` with at most three trailing ``=``;
+* hex only: at least 32 characters and Shannon entropy >= 3.0 bits a character, except
+  exactly 40 or 64 characters (git commits, SHA-1/SHA-256 digests);
+* otherwise: at least 20 characters, letters and digits both present, and entropy
+  >= ``min(4.0, 0.85 * log2(length))``;
+* never: numbers (digits only), UUIDs, versions, paths (``/...``, ``./``, ``~/``,
+  ``C:\\``), dotted names,
+  names of three or more words, numbers or short parts (up to five characters) joined by
+  ``_``, ``-`` or ``.`` (``vit_base_patch16_224``, ``sft_llama3_8b_lr2e-5_bs256``),
+  digests with an algorithm (``sha256:...``), alphabets written out (a run of six
+  consecutive characters such as ``abcdef`` or ``012345``), images embedded as base64
+  (PNG, JPEG, GIF, WebP, PDF magic), and ``word/word`` names whose parts are not random
+  on their own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import Counter
+
+_TOKEN = re.compile(r"[A-Za-z0-9+/_.~\-]+={0,3}")
+_HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_UUID = re.compile(
+    r"(?:[A-Za-z]+-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_VERSION = re.compile(r"v?\d+(?:\.\d+)+(?:[-+.~_]?[\w.+\-]*)?")
+_DOTTED_NAME = re.compile(r"[A-Za-z_][\w\-]*(?:\.[A-Za-z_][\w\-]*)+")
+# `vit_base_patch16_224`, `model-v2-imagenet-1k`: words and numbers joined by separators.
+_SEPARATOR = re.compile(r"[_\-.]")
+_WORDISH = re.compile(r"\d*(?:[A-Z]?[a-z]+|[A-Z]+)?\d*")
+# Base64 of binary files a notebook or a config embeds: data, not credentials.
+_IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "JVBERi0")
+_ASCENDING_HINT = re.compile(r"abc|ABC|012|123|234|345|456|567|678|789")
+_MIN_HEX = 32
+_MIN_TOKEN = 20
+_HEX_BITS = 3.0
+_MAX_BITS = 4.0
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy of ``value`` in bits a character."""
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _ascending_run(value: str, length: int = 6) -> bool:
+    """``abcdef``, ``012345``: an alphabet written out, not a random draw."""
+    run = 1
+    for a, b in itertools.pairwise(value):
+        run = run + 1 if ord(b) == ord(a) + 1 else 1
+        if run >= length:
+            return True
+    return False
+
+
+def _harmless(value: str) -> bool:
+    if value.startswith(("/", "./", "../", "~", "\\\\")) or value[1:3] == ":\\":
+        return True
+    if value.isdigit() or value.startswith(_IMAGE_MAGIC):
+        return True  # a number; an image
+    if _ASCENDING_HINT.search(value) and _ascending_run(value):
+        return True
+    if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
+        return True
+    parts = _SEPARATOR.split(value.rstrip("="))
+    return len(parts) >= 3 and all(
+        len(p) <= 5 or (len(p) <= 16 and _WORDISH.fullmatch(p)) for p in parts
+    )
+
+
+def looks_random(value: str) -> bool:
+    """Whether ``value`` is a long random-looking token with no known harmless shape."""
+    if len(value) < _MIN_TOKEN or not _TOKEN.fullmatch(value) or _harmless(value):
+        return False
+    if "/" in value:
+        # `org/model-name-v2`: a path of names; base64 keeps a random part between slashes
+        return any(looks_random(part) for part in value.split("/"))
+    core = value.rstrip("=")
+    if _HEX.fullmatch(core):
+        return len(core) >= _MIN_HEX and len(core) not in (40, 64) and entropy(core) >= _HEX_BITS
+    upper = any(c.isupper() for c in core)
+    lower = any(c.islower() for c in core)
+    digits = any(c.isdigit() for c in core)
+    if not digits or not (upper or lower):
+        return False
+    return entropy(core) >= min(_MAX_BITS, 0.85 * math.log2(len(core)))
