@@ -115,3 +115,11 @@ def test_a_launch_script_as_argv_and_environment() -> None:
     assert len(env) > 8
     tree = {"config": {"selected_env": env}, "command": {"argv": argv}}
     assert redact_tree(tree) == (tree, [])
+
+
+def test_a_generated_id_inside_a_name_is_kept_but_several_random_parts_are_not() -> None:
+    from expdna.manifest.redact_entropy import looks_random
+
+    assert not looks_random("offline-run-20261201_172943-mbi77gu4")
+    assert not looks_random("wandb/offline-run-20261201_172943-mbi77gu4/files")
+    assert looks_random("Xq7Rt2Lm-Zp4Wk9Yb-Hn3Vc8Jd")  # three random parts: a credential

@@ -14,7 +14,9 @@ Thresholds (documented in the guide, "The entropy backstop"):
 * never: numbers (digits only), UUIDs, versions, paths (``/...``, ``./``, ``~/``,
   ``C:\\``), dotted names,
   names of three or more words, numbers or short parts (up to five characters) joined by
-  ``_``, ``-`` or ``.`` (``vit_base_patch16_224``, ``sft_llama3_8b_lr2e-5_bs256``),
+  ``_``, ``-`` or ``.`` (``vit_base_patch16_224``, ``sft_llama3_8b_lr2e-5_bs256``), of
+  which one part may be a random id of up to eight characters
+  (``offline-run-20261201_172943-mbi77gu4``),
   digests with an algorithm (``sha256:...``), alphabets written out (a run of six
   consecutive characters such as ``abcdef`` or ``012345``), images embedded as base64
   (PNG, JPEG, GIF, WebP, PDF magic), and ``word/word`` names whose parts are not random
@@ -73,9 +75,12 @@ def _harmless(value: str) -> bool:
     if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
         return True
     parts = _SEPARATOR.split(value.rstrip("="))
-    return len(parts) >= 3 and all(
-        len(p) <= 5 or (len(p) <= 16 and _WORDISH.fullmatch(p)) for p in parts
-    )
+    if len(parts) < 3:
+        return False
+    odd = [p for p in parts if not (len(p) <= 5 or (len(p) <= 16 and _WORDISH.fullmatch(p)))]
+    # one short random part is a generated id inside a name (W&B's
+    # `offline-run-20261201_172943-mbi77gu4`); a credential has more randomness than that
+    return not odd or (len(odd) == 1 and len(odd[0]) <= 8)
 
 
 def looks_random(value: str) -> bool:
