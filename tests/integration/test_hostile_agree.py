@@ -39,6 +39,7 @@ def test_json_on_fsck_gc_db_current_export_and_link(store: Path, tmp_path: Path)
         "problems": [],
         "unreferenced": 0,
         "temp_files": 0,
+        "pending": 0,
     }
     gc = json.loads(invoke(store, "gc", "--dry-run", "--json").stdout)
     assert gc == {

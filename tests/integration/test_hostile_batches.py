@@ -132,7 +132,7 @@ def test_pin_and_which_never_read_a_fifo_or_device(tmp_path: Path, kind: str) ->
 def test_ctrl_c_exits_130_and_leaves_the_store_consistent(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
-    count = 800
+    count = 2000
     doc = manifest_of(synthetic_doc(0)).to_dict()  # the run id is outside the DNA
     for i in range(count):
         doc["run_id"] = f"20260805_143025_1c8e2fb_{i:06d}"
@@ -148,11 +148,12 @@ def test_ctrl_c_exits_130_and_leaves_the_store_consistent(tmp_path: Path) -> Non
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
     )
-    # the index exists once the store is open and recording has begun
+    # a batch's log entry is written before its objects: recording has begun, and a
+    # batch of the 2,000 runs is still to come, however loaded the machine
+    log_dir = store / "objects" / "log"
     deadline = time.monotonic() + TIMEOUT_S
-    while not (store / "objects").is_dir() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.1)
+    while not (log_dir.is_dir() and any(log_dir.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.005)
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
     out, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 130, (out, err)

@@ -38,7 +38,7 @@ def open_store(config: StoreConfig, *, checked: bool = True, read_only: bool = F
     "--json",
     "as_json",
     is_flag=True,
-    help='Print {"ok", "objects", "runs", "problems", "unreferenced", "temp_files"}.',
+    help='Print {"ok", "objects", "runs", "problems", "unreferenced", "temp_files", "pending"}.',
 )
 @pass_config
 @click.pass_context
