@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 HEAVY = ("torch", "ray", "pyarrow", "sqlalchemy", "numpy", "pandas")
+HEAVY += ("starlette", "jinja2", "uvicorn")  # the ui extra: only `expdna ui` loads it
 
 
 def test_import_expdna_imports_no_heavy_module() -> None:

@@ -93,6 +93,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "driver, cuda, nccl, python, the seven section digests and a float column "
         "metric_<name> per final metric.",
     ),
+    "ui": (
+        "expdna.cli.ui:ui_command",
+        "Serve a read-only web view of the store: runs, DNAs, diffs, the fleet.",
+    ),
 }
 
 
