@@ -27,7 +27,7 @@ def _store(request: Request) -> Store:
 
 
 def runs(request: Request) -> Response:
-    asked = runs_query(request.query_params)
+    asked = runs_query(request.query_params, form=False)
     with _store(request).index.read() as conn:
         page = reads.runs_page(
             conn,
@@ -70,7 +70,7 @@ def stability(request: Request) -> Response:
     report = stability_of(
         store,
         prefix,
-        metrics=[m for m in request.query_params.getlist("metric") if m],
+        metrics=request.query_params.getlist("metric"),
         across_seeds=flag(request.query_params, "across_seeds"),
     )
     return JSONResponse(report.to_dict())
@@ -79,7 +79,7 @@ def stability(request: Request) -> Response:
 def diff(request: Request) -> Response:
     from expdna.compare.diff import diff_manifests
 
-    a, b = text(request.query_params, "a"), text(request.query_params, "b")
+    a, b = (text(request.query_params, name, form=False) for name in ("a", "b"))
     if a is None or b is None:
         raise InvalidInputError("give two runs to compare: a=RUN and b=RUN")
     store = _store(request)
@@ -87,10 +87,10 @@ def diff(request: Request) -> Response:
 
 
 def find(request: Request) -> Response:
-    filters, given = find_filters(request.query_params)
+    filters, given = find_filters(request.query_params, form=False)
     if not any_given(given):
         raise InvalidInputError("give at least one filter (--vbios, --driver, ..., --where)")
-    limit = whole(request.query_params, "limit", 200, high=10_000)
+    limit = whole(request.query_params, "limit", 200, high=10_000, form=False)
     found = _store(request).find(*filters, limit=limit)
     return JSONResponse([r.to_dict() for r in found])
 

@@ -189,14 +189,35 @@ def _param(name: str, where: str, schema: dict[str, Any], description: str) -> d
     return param
 
 
+#: What the CLI's parsers accept, as patterns, so a request the document allows is answered.
+#: A run id (expdna.manifest.runid.RUN_ID), less the hex too short or too long for a prefix.
+RUN_REF = r"^(?![0-9a-fA-F]{1,5}$)(?![0-9a-fA-F]{65,}$)[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}$"
+DNA_PREFIX = r"^[0-9a-fA-F]{6,64}$"
+#: PATH=VALUE with a dotted path (expdna.store.queries.parse_where).
+WHERE = r"^\s*[^=.\s][^=.]*((\.[^=.]+)*\.[^=.]*[^=.\s][^=.]*)?=[\s\S]*$"
+#: A pin name, or ``blake3:`` and 64 lowercase hex.
+PIN = r"^(?!blake3:)[\s\S]+$|^blake3:[0-9a-f]{64}$"
+
 _ERROR_400 = _json(_ref("Error"), "bad input: the CLI's message (its exit code 2)")
 _ERROR_404 = _json(_ref("Error"), "not found: the CLI's message (its exit code 1)")
 _LIST = {"type": "array", "items": {"type": "string"}}
-_WHERE = _param("where", "query", _LIST, "PATH=VALUE, as --where (repeatable, all must hold)")
+_WHERE = _param(
+    "where",
+    "query",
+    {"type": "array", "items": {"type": "string", "pattern": WHERE}},
+    "PATH=VALUE, as --where (repeatable, all must hold)",
+)
 _WHERE["style"], _WHERE["explode"] = "form", True
 _ACROSS = _param("across_seeds", "query", {"type": "boolean"}, "the family, as --across-seeds")
-_REF = _param("ref", "path", _STR, "a run id, or a DNA prefix (>= 6 hex): its newest run")
-_PREFIX = _param("prefix", "path", _STR, "a DNA prefix (>= 6 hex)")
+_REF = _param(
+    "ref",
+    "path",
+    {"type": "string", "pattern": RUN_REF},
+    "a run id, or a DNA prefix (>= 6 hex): its newest run",
+)
+_DNA = {"type": "string", "pattern": DNA_PREFIX}
+_PREFIX = _param("prefix", "path", _DNA, "a DNA prefix (>= 6 hex)")
+_TIME = {"type": "string", "format": "date-time"}
 
 
 def _get(
@@ -230,10 +251,10 @@ PATHS: dict[str, Any] = {
         _runs("runs"),
         [
             _WHERE,
-            _param("dna", "query", _STR, "DNA prefix (>= 6 hex)"),
-            _param("since", "query", _STR, "generated at or after (ISO 8601, UTC)"),
-            _param("until", "query", _STR, "generated before (ISO 8601, UTC)"),
-            _param("page", "query", {"type": "integer", "minimum": 1}, "page, from 1"),
+            _param("dna", "query", _DNA, "DNA prefix (>= 6 hex)"),
+            _param("since", "query", _TIME, "generated at or after (ISO 8601, UTC)"),
+            _param("until", "query", _TIME, "generated before (ISO 8601, UTC)"),
+            _param("page", "query", {"type": "integer", "minimum": 1, "maximum": 10**9}, "from 1"),
             _param("limit", "query", {"type": "integer", "minimum": 1, "maximum": 500}, "per page"),
         ],
         errors=(400,),
@@ -264,8 +285,14 @@ PATHS: dict[str, Any] = {
         "Two runs compared (expdna diff --json)",
         _json(_ref("Diff"), "the comparison"),
         [
-            _param("a", "query", _STR, "a run id or DNA prefix"),
-            _param("b", "query", _STR, "a run id or DNA prefix"),
+            {
+                **_param("a", "query", {"type": "string", "pattern": RUN_REF}, "run"),
+                "required": True,
+            },
+            {
+                **_param("b", "query", {"type": "string", "pattern": RUN_REF}, "run"),
+                "required": True,
+            },
         ],
     ),
     "/api/find": _get(
@@ -297,7 +324,11 @@ PATHS: dict[str, Any] = {
     "/api/checkpoints/{target}": _get(
         "The runs that pinned a checkpoint (expdna which --json), by name or blake3:<hex>",
         _json({"type": "array", "items": _ref("Pin")}, "pins, newest first"),
-        [_param("target", "path", _STR, "a pin name or blake3:<hex>")],
+        [
+            _param(
+                "target", "path", {"type": "string", "pattern": PIN}, "a pin name or blake3:<hex>"
+            )
+        ],
     ),
 }
 

@@ -14,7 +14,7 @@ from expdna.manifest.times import parse_time
 from expdna.store.queries import NAMED_FILTERS, Filter, check_prefix, named_filter, parse_where
 from expdna.ui.reads import MAX_PAGE
 
-_WHOLE = re.compile(r"[0-9]{1,9}")
+_WHOLE = re.compile(r"[0-9]{1,10}")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 
@@ -22,14 +22,23 @@ _FALSE = {"", "0", "false", "no", "off"}
 Params = QueryParams
 
 
-def text(params: Params, name: str) -> str | None:
-    """The parameter's value, ``None`` when absent or empty (an empty form field)."""
+def text(params: Params, name: str, *, form: bool = True) -> str | None:
+    """The parameter's value, ``None`` when absent; ``form``: also when empty (a form's
+    unfilled field). The API is not a form: there an empty value is a value, and checked."""
     value = params.get(name)
-    return value if value else None
+    return value if value or (value is not None and not form) else None
 
 
-def whole(params: Params, name: str, default: int, *, low: int = 1, high: int = MAX_PAGE) -> int:
-    value = text(params, name)
+def whole(
+    params: Params,
+    name: str,
+    default: int,
+    *,
+    low: int = 1,
+    high: int = MAX_PAGE,
+    form: bool = True,
+) -> int:
+    value = text(params, name, form=form)
     if value is None:
         return default
     if _WHOLE.fullmatch(value) is None or not low <= int(value) <= high:
@@ -46,8 +55,8 @@ def flag(params: Params, name: str) -> bool:
     raise InvalidInputError(f"--{name.replace('_', '-')} {value!r}: expected true or false")
 
 
-def wheres(params: Params) -> list[str]:
-    return [w for w in params.getlist("where") if w]
+def values(params: Params, name: str, *, form: bool = True) -> list[str]:
+    return [v for v in params.getlist(name) if v or not form]
 
 
 @dataclass(frozen=True)
@@ -81,28 +90,28 @@ class RunsQuery:
         return [*pairs, ("page", str(page))]
 
 
-def runs_query(params: Params) -> RunsQuery:
-    where = wheres(params)
-    prefix = text(params, "dna")
-    since_text, until_text = text(params, "since"), text(params, "until")
+def runs_query(params: Params, *, form: bool = True) -> RunsQuery:
+    where = values(params, "where", form=form)
+    prefix = text(params, "dna", form=form)
+    since_text, until_text = text(params, "since", form=form), text(params, "until", form=form)
     return RunsQuery(
         dna_prefix=check_prefix(prefix) if prefix is not None else None,
         where=where,
         filters=[parse_where(w) for w in where],
-        since=parse_time(since_text, "--since") if since_text else None,
-        until=parse_time(until_text, "--until") if until_text else None,
+        since=parse_time(since_text, "--since") if since_text is not None else None,
+        until=parse_time(until_text, "--until") if until_text is not None else None,
         since_text=since_text,
         until_text=until_text,
-        page=whole(params, "page", 1, high=10**9),
-        limit=whole(params, "limit", 50),
+        page=whole(params, "page", 1, high=10**9, form=form),
+        limit=whole(params, "limit", 50, form=form),
     )
 
 
-def find_filters(params: Params) -> tuple[list[Filter], dict[str, list[str]]]:
+def find_filters(params: Params, *, form: bool = True) -> tuple[list[Filter], dict[str, list[str]]]:
     """``expdna find``'s filters from ``vbios``, ``driver``, ... and ``where``; and the
     values given, by option (for the page's form and links)."""
-    given = {name: [v for v in params.getlist(name) if v] for name in NAMED_FILTERS}
-    given["where"] = wheres(params)
+    given = {name: values(params, name, form=form) for name in NAMED_FILTERS}
+    given["where"] = values(params, "where", form=form)
     filters = [named_filter(name, v) for name in NAMED_FILTERS for v in given[name]]
     filters += [parse_where(w) for w in given["where"]]
     return filters, given

@@ -11,20 +11,23 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from markupsafe import escape
-from starlette.testclient import TestClient
 
 from tests.factories import EXPDNA, invoke
 from tests.history import DRIVERS, RARE_VBIOS, run_id
 from tests.integration.ui.conftest import IMG, PIN_NAME, SCRIPT, SIZE, UiStore
 
-# Starlette 1.x asks for httpx2 behind its test client; httpx works the same here.
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+with warnings.catch_warnings():  # Starlette 1.x asks for httpx2 behind its test client
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.filterwarnings("ignore:Using `httpx`")
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +167,7 @@ def test_checkpoint_and_lineage_pages(client: TestClient, ui_store: UiStore) -> 
         ("/?page=0", 400, "expected a whole number"),
         ("/diff?a=only", 400, "give two runs"),
         ("/checkpoints/no-such.pth", 404, "no recorded run pinned"),
+        ("/checkpoints/blake3:abc", 400, "not a digest"),
         ("/no/such/page", 404, "no such page"),
     ],
 )
