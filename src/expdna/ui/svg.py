@@ -15,6 +15,7 @@ from expdna.store.stability import MetricStats
 STRIP_WIDTH = 360
 STRIP_HEIGHT = 36
 _PAD = 10
+_SPREAD = (0, -6, 6, -12, 12)
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,8 @@ def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
         x = _scale(value, low, high)
         k = seen.get(x, 0)
         seen[x] = k + 1
-        # Repeats of one x climb in rows of 4 px, wrapping before they leave the box.
-        y = STRIP_HEIGHT / 2 + ((k % 5) - 2) * 4
+        # Repeats of one x move off the line, alternating above and below it.
+        y = STRIP_HEIGHT / 2 + _SPREAD[k % len(_SPREAD)]
         points.append(Point(x, y, f"{run_id}: {value:.6g}"))
     box = None
     if stats.std is not None:
