@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import ipaddress
+import threading
 import webbrowser
 
 import click
@@ -60,6 +61,6 @@ def ui_command(config: StoreConfig, host: str, port: int, open_browser: bool) ->
         )
     url = f"http://{'localhost' if host in ('127.0.0.1', '::1') else host}:{port}/"
     click.echo(f"expdna ui: serving {app.state.store.root} (read-only) at {url}", err=True)
-    if open_browser:
-        webbrowser.open(url)
+    if open_browser:  # once the server is listening, which uvicorn.run does next
+        threading.Timer(1.0, webbrowser.open, [url]).start()
     uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
