@@ -16,10 +16,14 @@ from expdna.ui.app import render
 from expdna.ui.params import any_given, find_filters, runs_query, text, whole
 from expdna.ui.svg import lineage_graph, strip
 
-#: Lines of a patch shown on a run's page; the whole patch is in the stored manifest.
-MAX_PATCH_LINES = 2000
+#: Lines and characters of a patch shown on a run's page, so a page stays under 200 KB;
+#: the whole patch is in the stored manifest (/api/runs/RUN/manifest and its patch object).
+MAX_PATCH_LINES = 1500
+MAX_PATCH_CHARS = 100_000
+#: Most runs a table of runs lists on one page (about 110 KB of HTML).
+MAX_ROWS = 200
 #: Runs of a family listed on a DNA page (the count is always whole).
-MAX_FAMILY = 200
+MAX_FAMILY = MAX_ROWS
 #: Twins offered as "compare with" links on a run's page.
 COMPARE_LINKS = 5
 
@@ -30,7 +34,7 @@ def _store(request: Request) -> Store:
 
 
 def runs_page(request: Request) -> Response:
-    asked = runs_query(request.query_params)
+    asked = runs_query(request.query_params, most=MAX_ROWS)
     store = _store(request)
     with store.index.read() as conn:
         page = reads.runs_page(
@@ -49,7 +53,11 @@ def _patch_lines(text: str) -> tuple[list[tuple[str, str]], int]:
     """(css class, line) of a patch, at most :data:`MAX_PATCH_LINES`; and the line count."""
     lines = text.splitlines()
     shown = []
+    budget = MAX_PATCH_CHARS
     for line in lines[:MAX_PATCH_LINES]:
+        budget -= len(line) + 1
+        if budget < 0:
+            break
         if line.startswith(("+++", "---", "diff ", "index ")):
             kind = "meta"
         elif line.startswith("@@"):
@@ -147,7 +155,7 @@ def find_page(request: Request) -> Response:
         with store.index.read() as conn:
             counts = reads.fleet(conn)
         return render(request, "fleet.html", {"fleet": reads.FLEET, "counts": counts})
-    limit = whole(request.query_params, "limit", 200)
+    limit = whole(request.query_params, "limit", MAX_ROWS, high=MAX_ROWS)
     runs = store.find(*filters, limit=limit + 1)
     context = {"given": given, "runs": runs[:limit], "more": len(runs) > limit, "limit": limit}
     return render(request, "find.html", context)

@@ -90,7 +90,8 @@ class RunsQuery:
         return [*pairs, ("page", str(page))]
 
 
-def runs_query(params: Params, *, form: bool = True) -> RunsQuery:
+def runs_query(params: Params, *, form: bool = True, most: int = MAX_PAGE) -> RunsQuery:
+    """``most``: the largest page asked for (a page of HTML stays under 200 KB at 200 runs)."""
     where = values(params, "where", form=form)
     prefix = text(params, "dna", form=form)
     since_text, until_text = text(params, "since", form=form), text(params, "until", form=form)
@@ -103,7 +104,7 @@ def runs_query(params: Params, *, form: bool = True) -> RunsQuery:
         since_text=since_text,
         until_text=until_text,
         page=whole(params, "page", 1, high=10**9, form=form),
-        limit=whole(params, "limit", 50, form=form),
+        limit=whole(params, "limit", 50, high=most, form=form),
     )
 
 
