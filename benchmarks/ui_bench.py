@@ -108,10 +108,11 @@ def measure(root: Path, size: int, repeat: int) -> None:
         if target is not None:
             verdict = f"< {target:.0f} ms: {'ok' if took < target else 'MISSED'}"
         heavy = " (over 200 KB)" if weight > WEIGHT else ""
-        print(
+        line = (
             f"  {name:<16}{took:>10.1f}{bare:>12.1f}{took / bare:>7.1f}"
             f"{weight / 1024:>11.1f}  {verdict}{heavy}"
         )
+        print(line.rstrip())
     store.close()
 
 
