@@ -211,6 +211,7 @@ def document() -> dict[str, Any]:
                 R.choice(["a.yaml", "b.yaml"]): R.choice(["blake3:1", "blake3:0"])
                 for _ in range(R.randint(0, 2))
             },
+            "config_file_args": R.sample(ARG_NAMES, R.randint(0, 2)),
             "dna_ignore": R.sample(
                 [
                     "config.resolved_args.seed",

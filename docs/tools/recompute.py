@@ -12,7 +12,7 @@ sections = {
     name: blake3(rfc8785.dumps(projection)).hexdigest()
     for name, projection in vector["projections"].items()
 }
-dna = blake3(rfc8785.dumps({"version": 1, "sections": sections})).hexdigest()
+dna = blake3(rfc8785.dumps({"version": vector["dna_version"], "sections": sections})).hexdigest()
 for name, digest in sections.items():
     print(f"{name:<12} {digest[:12]}  {'ok' if digest == vector['sections'][name] else 'MISMATCH'}")
 print(f"dna          {dna}  {'ok' if dna == vector['dna'] else 'MISMATCH'}")

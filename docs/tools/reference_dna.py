@@ -1,4 +1,4 @@
-"""DNA v1 from a manifest file, without expdna: only json, math, re, fnmatch, rfc8785, blake3."""
+"""DNA v2 from a manifest file, without expdna: only json, math, re, fnmatch, rfc8785, blake3."""
 
 import fnmatch
 import json
@@ -111,6 +111,24 @@ VOLATILE_RESOURCES = ["node:*", "memory", "object_store_memory"]
 TOO_BROAD_ROOTS = ["", ".", "./", "/", "~", "~/", ".."]
 PER_MACHINE_ENVIRONMENT = ["hostname", "python_executable", "container"]
 DATASET_DETAIL = ["root", "listing", "tables", "table_groups"]
+LEGACY_NAMES = [  # old -> new, in this order; the new name, once present, wins
+    ("cli_args", "command.argv"),
+    ("command.cli_args", "command.argv"),
+    ("argv", "command.argv"),
+    ("cwd", "command.cwd"),
+    ("git", "code"),
+    ("env", "config.selected_env"),
+    ("config.env", "config.selected_env"),
+    ("args", "config.resolved_args"),
+    ("config.args", "config.resolved_args"),
+]
+INTEGER_FIELDS = [  # typed as integers: a whole float there is that integer
+    ("training", "global_batch_size"),
+    ("training", "micro_batch_size"),
+    ("hardware", "gpu_count"),
+    ("hardware", "cpu_count"),
+    ("runtime", "node_count"),
+]
 
 
 def matches(name, globs):  # fnmatch globs, case-sensitive, `*` also matches "."
@@ -184,11 +202,20 @@ def masked(v):  # a secret that redaction replaced: never part of the identity
 
 
 def arg_name(k):  # "--Output-Dir" was stored as "Output-Dir": compare as "output_dir"
-    return k.lower().replace("-", "_")
+    return "".join(chr(ord(c) + 32) if "A" <= c <= "Z" else c for c in k).replace("-", "_")
+
+
+def path_like(k):  # dir, path, file, prefix, or a name ending in _dir, _path, _file, _prefix
+    name = arg_name(k)
+    return name in ("dir", "path", "file", "prefix") or name.endswith(
+        ("_dir", "_path", "_file", "_prefix")
+    )
 
 
 def config(sec):
     args = sec.get("resolved_args") or {}
+    # arguments naming a recorded config file: the file's digest stands for them
+    file_args = {arg_name(n) for n in sec.get("config_file_args") or [] if isinstance(n, str)}
     roots = [
         as_text(v).rstrip("/") + "/"
         for k, v in args.items()
@@ -202,9 +229,10 @@ def config(sec):
         return (
             matches(arg_name(k), PER_RUN_ARGS)
             or masked(v)
+            or arg_name(k) in file_args
             or (
                 text is not None
-                and re.search(r"(^|_)(dir|path|file|prefix)$", arg_name(k))
+                and path_like(k)
                 and any((text.rstrip("/") + "/").startswith(r) for r in roots)
             )
         )
@@ -231,7 +259,7 @@ def framework(info):  # as installed, plus the loaded framework's determinism sw
 def environment(sec):
     out = {k: v for k, v in sec.items() if k not in PER_MACHINE_ENVIRONMENT}
     if isinstance(out.get("kernel"), str):
-        m = re.match(r"^(\d+\.\d+)", out["kernel"])
+        m = re.match(r"^([0-9]+\.[0-9]+)", out["kernel"])
         out["kernel"] = m.group(1) if m else out["kernel"]
     if isinstance(out.get("framework"), dict):
         out["framework"] = {
@@ -301,7 +329,58 @@ def ignore(v, path, globs):  # dna_ignore: dotted paths through objects, not int
     }
 
 
+def move(doc, old, new):  # a legacy name to its current place, unless that is taken
+    *old_path, old_key = old.split(".")
+    *new_path, new_key = new.split(".")
+    parent = doc
+    for part in old_path:
+        parent = parent.get(part) if isinstance(parent, dict) else None
+    if not isinstance(parent, dict) or old_key not in parent:
+        return
+    value = parent.pop(old_key)
+    target = doc
+    for part in new_path:
+        if target.get(part) is None:
+            target[part] = {}
+        target = target[part]
+        if not isinstance(target, dict):
+            return
+    target.setdefault(new_key, value)
+
+
+def typed(doc):  # numbers in the fields the schema types as integers or floats
+    def as_int(v):
+        return int(v) if isinstance(v, float) and v.is_integer() else v
+
+    def as_float(v):
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    for section, key in INTEGER_FIELDS:
+        if key in doc.get(section, {}):
+            doc[section][key] = as_int(doc[section][key])
+    training = doc.setdefault("training", {})
+    training["parallel_topology"] = {
+        k: as_int(v) for k, v in (training.get("parallel_topology") or {}).items()
+    }
+    for d in (doc.get("data") or {}).get("datasets") or []:
+        d.update({k: as_int(d[k]) for k in ("files", "bytes") if k in d})
+    for g in (doc.get("hardware") or {}).get("gpus") or []:
+        if "memory_gb" in g:
+            g["memory_gb"] = as_float(g["memory_gb"])
+    for n in (doc.get("runtime") or {}).get("nodes") or []:
+        n["resources"] = {k: as_float(v) for k, v in (n.get("resources") or {}).items()}
+    return doc
+
+
+def read(manifest):  # step 1: a copy with legacy names moved and typed numbers read
+    doc = json.loads(json.dumps(manifest))
+    for old, new in LEGACY_NAMES:
+        move(doc, old, new)
+    return typed(doc)
+
+
 def dna(manifest):
+    manifest = read(manifest)
     globs = (manifest.get("config") or {}).get("dna_ignore") or []
     unknown = manifest.get("unknown") or {}  # schema 1.1: sections a collector never finished
     sections = {}
@@ -311,7 +390,7 @@ def dna(manifest):
         if name in unknown:  # the marker, never the reason, wraps what was collected
             projected = {"unknown": True, "partial": projected}
         sections[name] = blake3(jcs(projected)).hexdigest()
-    return blake3(jcs({"version": 1, "sections": sections})).hexdigest(), sections
+    return blake3(jcs({"version": 2, "sections": sections})).hexdigest(), sections
 
 
 def is_seed(k):  # seed, random_seed, *_seed: in any case, with "-" read as "_"
@@ -320,6 +399,7 @@ def is_seed(k):  # seed, random_seed, *_seed: in any case, with "-" read as "_"
 
 
 def family(manifest):  # the DNA with every seed projected out
+    manifest = read(manifest)
     config = dict(manifest.get("config") or {})
     config["resolved_args"] = {
         k: v for k, v in (config.get("resolved_args") or {}).items() if not is_seed(k)

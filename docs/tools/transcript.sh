@@ -154,11 +154,16 @@ block col-no-cache; run "expdna generate --deadline 0.2 --no-cache -o manifests/
 mkdir -p "$DEMO/dna-check" && cd "$DEMO/dna-check" || exit 1
 cp "$TOOLS/recompute.py" "$TOOLS/reference_dna.py" "$TOOLS/fuzz_reference.py" . && ln -sfn "$REPO/tests" tests
 block recompute;  run "python recompute.py tests/vectors/dna/typical.json"
+ln -sfn "$REPO/spec" spec && cp "$TOOLS/verify_dna.sh" .
+block spec-js-test; run "cd spec/js && npm ci --no-audit --no-fund --silent && node --test | tail -8"
+block spec-js-cli; run "node spec/js/dna.mjs ../vit-cifar/manifests/a.json --sections --family"
+block b3sum-dna; run "sh verify_dna.sh ../vit-cifar/manifests/a.json"
+block b3sum-section; run "printf '{\"datasets\":[]}' | b3sum --no-names && jq -r .dna.sections.data ../vit-cifar/manifests/a.json"; run "printf '{\"global_batch_size\":128,\"parallel_topology\":{},\"seeds\":{\"seed\":42}}' | b3sum --no-names && jq -r .dna.sections.training ../vit-cifar/manifests/a.json"
 block reference;  run "python reference_dna.py ../vit-cifar/manifests/a.json"
 M=../vit-cifar/manifests
 REFS="$M/pw.json $M/framework.json $M/slurm.json $M/flags.json $M/data.json"
 [ -f "$DEMO/gpu/h200.json" ] && cp "$DEMO/gpu/h200.json" "$M/h200.json" && REFS="$REFS $M/h200.json"
-block reference-many; run "for f in $REFS tests/vectors/dna/*.json; do printf '%-36s ' \$(basename \$f); python reference_dna.py \$f | tail -1 | cut -c14-; done"
+block reference-many; run "for f in $REFS tests/vectors/dna/[!v]*.json; do printf '%-36s ' \$(basename \$f); python reference_dna.py \$f | tail -1 | cut -c14-; done"
 block fuzz;       run "python fuzz_reference.py 1 3000"
 
 # ---- guide: a patch too large for the cap -------------------------------------------------------
@@ -174,6 +179,9 @@ block big-check;  run "python -c \"import expdna; m = expdna.load_manifest('$DEM
 cd "$DEMO" && printf '{"schema_version": "1.0", "schema_version": "1.1"}' > dup.json && printf '{"schema_version": "1.0", "x": NaN}' > nan.json && python -c "print('['*20000 + ']'*20000)" > deep.json && python -c "print('{\"schema_version\": \"1.0\", \"a\": \"' + 'x'*50_000_000 + '\"}')" > big50.json && printf '\377\376{}' > bad.json && printf '{"schema_version": "1.0"}' > empty.json
 block err-others; for f in dup.json nan.json deep.json big50.json bad.json empty.json; do run "expdna check $f"; done
 rm -f dup.json nan.json deep.json big50.json bad.json empty.json
+
+# ---- config files (collectors.md §3.3b, guide "Config files") -----------------------------------
+. "$TOOLS/config_demo.sh"
 
 # ---- benchmarks (optional) -----------------------------------------------------------------------
 if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then

@@ -84,7 +84,7 @@ def collect(
     for name, outcome in outcomes.items():
         section = registry.collectors[name].section
         sections.setdefault(section, {}).update(outcome.section)
-        if outcome.status in UNFINISHED and section in DNA_SECTIONS:
+        if (outcome.status in UNFINISHED or outcome.unknown) and section in DNA_SECTIONS:
             unknown.setdefault(section, []).append(_unfinished(name, outcome))
     collection: dict[str, Any] = {
         "collectors": {name: outcome.record() for name, outcome in outcomes.items()},
@@ -103,7 +103,8 @@ def collect(
 
 #: Collector outcomes that leave their section unknown: it may hold less than there was.
 #: ``skipped`` (nothing to collect here) and ``partial`` (collected, with a named gap the
-#: collector itself judged) are known.
+#: collector itself judged) are known, unless the collector raised ``Unknown`` (a config
+#: file it could not read: the gap is part of the section's identity).
 UNFINISHED = frozenset({"failed", "timeout"})
 
 

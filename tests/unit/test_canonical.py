@@ -61,6 +61,22 @@ def test_integers_beyond_2_53_are_stringified_never_rounded() -> None:
     assert canonical_bytes(-(MAX_SAFE_INTEGER + 1)) == b'"-9007199254740992"'
 
 
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (9007199254740992.0, b"9007199254740992"),
+        (-9007199254740994.0, b"-9007199254740994"),
+        (9999999999999998.0, b"9999999999999998"),
+        (1e16, b"10000000000000000"),
+    ],
+)
+def test_whole_floats_beyond_2_53_are_written_as_ecmascript_does(
+    value: float, written: bytes
+) -> None:
+    # The C encoder's fast path wrote "9007199254740992.0"; spec/js found it.
+    assert canonical_bytes(value) == written == reference_bytes(value)
+
+
 def test_key_order_and_tuples_do_not_matter() -> None:
     a = {"b": [1, 2.0, (3, "x")], "a": {"z": True, "y": None}}
     b = {"a": {"y": None, "z": True}, "b": [1, 2, [3, "x"]]}

@@ -1,8 +1,9 @@
 """The DNA definition, pinned: checked-in vectors recomputed two ways.
 
-Each vector holds a manifest, its identity projections, the section digests and the DNA.
-The chain projection -> digests -> DNA is recomputed here with rfc8785 and blake3 directly
-(not through expdna), and the projection with expdna: drift in either fails.
+Each vector holds a manifest, its identity projections, the section digests, the DNA, the
+DNA version it is computed in and the family digest. The chain projection -> digests -> DNA
+is recomputed here with rfc8785 and blake3 directly (not through expdna), and the projection
+with expdna: drift in either fails. spec/js reads the same files.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import rfc8785
 from blake3 import blake3
 
 from expdna.manifest.canonical import normalise
-from expdna.manifest.dna import DNA_VERSION, compute_dna, projections
+from expdna.manifest.dna import DNA_VERSION, DNA_VERSIONS, compute_dna, projections
 from expdna.manifest.family import family_of
 from expdna.manifest.io import manifest_from_dict
 
@@ -23,7 +24,9 @@ VECTORS = sorted((Path(__file__).parents[1] / "vectors" / "dna").glob("*.json"))
 
 
 def test_vectors_exist() -> None:
-    assert len(VECTORS) >= 3
+    assert len(VECTORS) >= 20
+    versions = {json.loads(p.read_text(encoding="utf-8"))["dna_version"] for p in VECTORS}
+    assert versions == set(DNA_VERSIONS)  # every version expdna computes is pinned
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.stem)
@@ -42,12 +45,15 @@ def test_digests_follow_from_projections_independently(path: Path) -> None:
 def test_expdna_reproduces_vector(path: Path) -> None:
     vector = json.loads(path.read_text(encoding="utf-8"))
     manifest = manifest_from_dict(vector["manifest"])
-    assert normalise(projections(manifest)) == vector["projections"]
-    dna = compute_dna(manifest)
-    assert dna.version == DNA_VERSION == vector["dna_version"]
+    version = vector["dna_version"]
+    assert normalise(projections(manifest, version=version)) == vector["projections"]
+    dna = compute_dna(manifest, version=version)
+    assert dna.version == version
     assert dna.sections == vector["sections"]
     assert dna.value == vector["dna"]
-    assert family_of(manifest) == vector["family"]
+    assert family_of(manifest, version=version) == vector["family"]
+    if version == DNA_VERSION:
+        assert compute_dna(manifest) == dna  # the default is the current version
 
 
 def test_the_family_digest_is_the_dna_without_seeds() -> None:
@@ -98,6 +104,8 @@ def test_the_documented_reference_implementation_agrees(path: Path) -> None:
         str(Path(__file__).parents[2] / "docs" / "tools" / "reference_dna.py")
     )
     vector = json.loads(path.read_text(encoding="utf-8"))
+    if vector["dna_version"] != DNA_VERSION:
+        return  # the appendix implements the current version only; spec/js does both
     value, sections = reference["dna"](vector["manifest"])
     assert sections == vector["sections"]
     assert value == vector["dna"]

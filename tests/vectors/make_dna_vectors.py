@@ -1,19 +1,25 @@
-"""Write the DNA test vectors: manifest -> projections -> section digests -> DNA.
+"""Write the DNA test vectors: manifest -> projections -> section digests -> DNA, family.
 
 Run only when the DNA definition changes on purpose (a new ``dna.version``) or a case is
 added (existing files must then come out unchanged but for new keys):
     python tests/vectors/make_dna_vectors.py
-The vectors then pin that definition; tests/unit/test_dna_vectors.py fails on any drift.
+The vectors then pin that definition: tests/unit/test_dna_vectors.py (expdna) and
+spec/js/test/vectors.test.mjs (the JavaScript implementation) fail on any drift.
+
+Each case is the document as an implementation reads it (sparse documents stay sparse,
+legacy names stay legacy, large integers stay integers), a sentence saying which rule of
+docs/en/guide.md ("Recomputing the DNA") it pins, and the DNA version it is computed in.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from expdna.manifest.canonical import normalise
-from expdna.manifest.dna import compute_dna, projections
+from expdna.manifest.dna import DNA_VERSION, compute_dna, projections
 from expdna.manifest.family import family_of
 from expdna.manifest.io import manifest_from_dict
 
@@ -21,12 +27,14 @@ HERE = Path(__file__).parent / "dna"
 COMMIT_A = "1c8e2fb98b7af3e1e86263ccd1f375e4d833b217"
 COMMIT_B = "8325919e7a2f4c3d1b5e8f9a0c2d3e4f5a6b7c8d"
 PATCH = "blake3:" + "ab" * 32
+OTHER = "blake3:" + "cd" * 32
 
 BASE: dict[str, Any] = {
     "schema_version": "1.0",
     "run_id": "20260805_143025_1c8e2fb_k3f9",
     "generated_at": "2026-08-05T14:30:25Z",
 }
+BASE_11 = {**BASE, "schema_version": "1.1"}
 
 CASES: dict[str, dict[str, Any]] = {
     "minimal": {**BASE},
@@ -219,25 +227,451 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "training": {"seeds": {"seed": 3, "data_seed": 11, "shuffle_seed": 5}, "algorithm": "sft"},
     },
+    # -- one case per rule and per question an implementer must not have to guess ------
+    "sparse_defaults": {
+        **BASE_11,
+        "code": {"only": {"commit": COMMIT_A}},
+        "training": {"algorithm": "ppo"},
+        "environment": {"python_version": "3.12.3"},
+        "hardware": {"gpu_count": 0},
+        "runtime": {"mode": "local", "nodes": [{"role": "head"}, {}]},
+        "data": {"datasets": [{"root": "/data", "digest": PATCH}]},
+    },
+    "code_repositories": {
+        **BASE_11,
+        "code": {
+            "zeta": {
+                "commit": COMMIT_B,
+                "dirty": True,
+                "patch": {
+                    "digest": PATCH,
+                    "size": 10,
+                    "binary_files": [
+                        {"path": "w.bin", "digest": OTHER, "size": 3},
+                        {"path": "a.bin", "size": 7},
+                        {"path": "a.bin", "digest": PATCH},
+                    ],
+                },
+                "submodules": [
+                    {"path": "vendor/z", "commit": COMMIT_A, "checked_out": COMMIT_B},
+                    {"path": "vendor/a", "commit": COMMIT_A, "state": "clean"},
+                ],
+            },
+            "alpha": {"commit": COMMIT_A, "dirty": False, "branch": "main", "submodules": []},
+        },
+    },
+    "string_order": {
+        **BASE_11,
+        "code": {
+            "r": {
+                "commit": COMMIT_A,
+                "dirty": True,
+                "patch": {
+                    "digest": PATCH,
+                    "size": 1,
+                    "binary_files": [
+                        {"path": "\U0001f600.bin", "digest": PATCH},
+                        {"path": "\uff5e.bin", "digest": PATCH},
+                        {"path": "z.bin", "digest": PATCH},
+                    ],
+                },
+                "submodules": [
+                    {"path": "\U0001f600", "commit": COMMIT_A},
+                    {"path": "\uff5e", "commit": COMMIT_B},
+                ],
+            }
+        },
+        "config": {
+            "resolved_args": {"\U0001f600": 1, "\uff5e": 2, "z": 3, "\u00e9": 4},
+            "config_files": {
+                "a.yaml": "blake3:\U0001f600",
+                "b.yaml": "blake3:\uff5e",
+                "c.yaml": "blake3:z",
+            },
+        },
+    },
+    "config_names": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "Output-Dir": "/runs/a",
+                "OUTPUT_ROOT": "/runs",
+                "wandb-project": "p",
+                "my_checkpoint_dir": "/c",
+                "chec\u212apoint_dir": "/kelvin",
+                "output_d\u0130r": "/dotted-i",
+                "tags": ["x"],
+                "lr": 0.1,
+                "store": "/srv/expdna",
+                "expdna_note": "n",
+            },
+        },
+    },
+    "config_output_roots": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "output_dir": "/ckpt/run7/",
+                "log_dir": ".",
+                "run_id": 12345678901234567890,
+                "tensorboard_path": "/ckpt/run7/tb",
+                "data_path": "/data/imagenet",
+                "eval_file": "/ckpt/run7",
+                "resume_prefix": "/ckpt/run7x",
+                "cache_dir": "12345678901234567890/cache",
+                "dir": "/ckpt/run7/d",
+                "data_dir\n": "/ckpt/run7/n",
+                "pathology": "/ckpt/run7/p",
+                "model_path": ["/ckpt/run7/m"],
+            },
+        },
+    },
+    "config_masked_and_env": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "api_key": "abcd***",
+                "password": "***",
+                "tokens": ["hf_***", "hf_***"],
+                "auth": {"token": "ghp_***"},
+                "lr": 0.1,
+            },
+            "selected_env": {
+                "HF_TOKEN": "hf_***",
+                "NCCL_DEBUG": "INFO",
+                "CUDA_VISIBLE_DEVICES": "0,1",
+                "MASTER_ADDR": "<internal-address>",
+                "MASTER_PORT": "29500",
+                "SLURM_JOB_ID": "42",
+                "SLURM_NNODES": "2",
+                "SLURM_JOB_NODELIST": "n[1-2]",
+                "slurm_job_id": "lower-case names are not per-allocation",
+            },
+        },
+    },
+    "config_files": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {"config": "conf/train.yaml"},
+            "config_files": {
+                "conf/train.yaml": OTHER,
+                "conf/model.yaml": PATCH,
+                "/elsewhere/copy.yaml": PATCH,
+            },
+        },
+    },
+    "config_file_args": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "Config-File": "../shared/exp.yaml",
+                "deepspeed": "ds.json",
+                "batch_size": 12,
+                "config_name": "not-listed-so-kept",
+            },
+            "config_files": {
+                "/work/shared/exp.yaml": OTHER,
+                "/work/proj/ds.json": "blake3:" + "0e" * 32,
+                "/work/proj/config/train_gpt2.py": PATCH,
+            },
+            "config_file_args": ["config_file", "DeepSpeed"],
+            "config_file_details": {
+                "/work/shared/exp.yaml": {
+                    "name": "exp.yaml",
+                    "source": "--config-file",
+                    "format": "yaml",
+                    "size": 31,
+                    "digest": OTHER,
+                    "text": "optimizer:\n  lr: 0.0003\n",
+                }
+            },
+            "config_values": {"exp.yaml": {"optimizer": {"lr": 0.0003}}},
+            "hydra": {"overrides": ["db=postgres"]},
+        },
+        "training": {"global_batch_size": 12},
+    },
+    "environment_kernel_and_framework": {
+        **BASE_11,
+        "environment": {
+            "kernel": "10.15.3-arch1",
+            "hostname": "gpu-07",
+            "python_executable": "/opt/venv/bin/python",
+            "container": "docker",
+            "packages": {"torch": "2.13.0"},
+            "framework": {
+                "torch": {
+                    "version": "2.13.0",
+                    "determinism": {"stale": True},
+                    "loaded": {
+                        "version": "2.13.0",
+                        "determinism": {"initial_seed": 7, "deterministic_algorithms": True},
+                    },
+                },
+                "jax": {"version": "0.4.30", "loaded": {"determinism": None}},
+                "tf": "2.16.1",
+            },
+        },
+    },
+    "environment_kernel_unparsed": {
+        **BASE_11,
+        "environment": {"kernel": "v6.1-custom"},
+    },
+    "hardware_volatile_keys": {
+        **BASE_11,
+        "hardware": {
+            "memory_gb": 2015.5,
+            "gpu_count": 2,
+            "cpu_count": 96,
+            "gpus": [
+                {
+                    "name": "NVIDIA H200",
+                    "memory_gb": 140.4,
+                    "uuid": "GPU-1",
+                    "index": 1,
+                    "serial": "s",
+                    "pci": {"bus_id": "00:19"},
+                    "temperature_c": 40,
+                    "gpu_temperature": 40,
+                    "fan_speed": 30,
+                    "power_draw_w": 100.5,
+                    "power_limit_w": 700.0,
+                    "utilization_gpu": 3,
+                    "memory_used_mib": 5,
+                    "memory_free_mib": 6,
+                    "clocks_sm": 1980,
+                    "pcie_gen_current": 1,
+                    "current_clock": 1,
+                    "name_source": "nvml",
+                    "source": "nvml",
+                    "mig": {"mode": "disabled", "uuid": "MIG-1", "instances": [{"uuid": "x"}]},
+                },
+                {"name": "NVIDIA H200", "memory_gb": 140.4, "minor_number": 0},
+            ],
+            "nics": [{"name": "mlx5_0", "hostname": "h", "rate_gbps": 400}],
+        },
+    },
+    "runtime_nodes": {
+        **BASE_11,
+        "runtime": {
+            "mode": "multi_node_ray",
+            "node_count": 3,
+            "nodes": [
+                {
+                    "role": "worker",
+                    "node_id": "b",
+                    "fingerprint": OTHER,
+                    "resources": {
+                        "CPU": 96,
+                        "GPU": 8,
+                        "memory": 1e12,
+                        "object_store_memory": 2e11,
+                        "node:10.0.0.2": 1,
+                        "accelerator_type:H200": 1,
+                    },
+                },
+                {"role": "worker", "fingerprint": OTHER, "resources": {"CPU": 96, "GPU": 8}},
+                {"role": "head", "fingerprint": PATCH, "resources": {"node:__internal_head__": 1}},
+            ],
+        },
+    },
+    "data_datasets": {
+        **BASE_11,
+        "data": {
+            "note": "not used",
+            "datasets": [
+                {
+                    "root": "/mnt/b",
+                    "digest": OTHER,
+                    "files": 2,
+                    "bytes": 10,
+                    "listing": [["x", 5, PATCH]],
+                    "tables": [{"path": "x.parquet", "rows": 1}],
+                    "table_groups": [],
+                    "format": "parquet",
+                },
+                {"root": "/mnt/a", "digest": PATCH, "files": 1, "bytes": 5},
+            ],
+        },
+    },
+    "dna_ignore_globs": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "seed": 1,
+                "model.lr": 0.1,
+                "model": {"lr": 0.2, "depth": 12},
+                "lr_a": 1,
+                "lr_b": 2,
+                "lr_c": 3,
+                "x[": 4,
+            },
+            "dna_ignore": [
+                "config.resolved_args.model.lr",
+                "config.resolved_args.lr_[!a]",
+                "config.resolved_args.x[",
+                "hardware",
+                "code.*",
+                "hardware.gpus.name",
+                "environment.packages.*",
+                "training.[s-t]eeds",
+                "runtime.node?count",
+            ],
+        },
+        "code": {"r": {"commit": COMMIT_A}},
+        "training": {"seeds": {"seed": 1}, "algorithm": "sft"},
+        "environment": {"packages": {"torch": "2.13.0"}, "python_version": "3.11.7"},
+        "hardware": {"gpus": [{"name": "NVIDIA H200"}], "gpu_count": 1},
+        "runtime": {"mode": "local", "node_count": 1},
+    },
+    "legacy_names": {
+        **BASE,
+        "args": {"lr": 0.1, "seed": 1},
+        "config": {
+            "args": {"lr": 0.2},
+            "env": {"NCCL_DEBUG": "WARN"},
+            "selected_env": {"NCCL_DEBUG": "INFO"},
+        },
+        "env": {"NCCL_ALGO": "Ring"},
+        "git": {"repo": {"commit": COMMIT_A, "dirty": False}},
+        "cli_args": ["python", "train.py"],
+    },
+    "nulls_and_numbers": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "none": None,
+                "list": [None, 1, None],
+                "nested": {"a": None, "b": 1.0},
+                "big": 2**64,
+                "negative_big": -(2**53),
+                "safe": 2**53 - 1,
+                "tiny": 1e-7,
+                "huge": 1e21,
+                "zero": -0.0,
+                "float_big": 1e17,
+            },
+        },
+        "training": {"global_batch_size": 1e17, "micro_batch_size": 4.0},
+        "hardware": {"gpus": [{"name": "g", "memory_gb": 2**60}]},
+        "runtime": {"nodes": [{"resources": {"GPU": 2**53 + 1}}]},
+        "data": {"datasets": [{"root": "/d", "files": 2**60, "bytes": None}]},
+    },
+    "unknown_with_dna_ignore": {
+        **BASE_11,
+        "unknown": {"environment": "collector environment timeout", "data": "failed"},
+        "environment": {"python_version": "3.11.7", "packages": {"torch": "2.13.0"}},
+        "config": {"dna_ignore": ["environment.packages", "data.datasets"]},
+    },
+    "family_seed_names": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "SEED": 1,
+                "__seed": 2,
+                "Data-Seed": 3,
+                "seeds": 4,
+                "seed_": 5,
+                "seedling": 6,
+                "random_seed": 7,
+                "\uff33\uff25\uff25\uff24": 8,
+            },
+        },
+        "training": {"seeds": {"seed": 1, "data_seed": 3}},
+    },
+    # -- version 1, still computed for manifests that carry it ---------------------------
+    "v1_python_rules": {
+        **BASE,
+        "config": {
+            "resolved_args": {
+                "output_dir": "/ckpt/r",
+                "chec\u212apoint_dir": "/kelvin",
+                "data_dir\n": "/ckpt/r/n",
+                "\u212a_seed": 3,
+            },
+        },
+        "environment": {"kernel": "\uff16.\uff11.0-custom"},
+    },
 }
+
+ABOUT: dict[str, str] = {
+    "minimal": "An empty document: the containers every projection always has.",
+    "typical": "A two-node Ray run: every section, per-run values left out.",
+    "per_run_rules": "Broad output roots, masked secrets, framework, sources, data detail.",
+    "dna_ignore_and_special_numbers": "dna_ignore on a seed; large integers, inf, 1e-7, 0.0.",
+    "unknown_sections": "Schema 1.1 unknown sections: the marker wraps what was collected.",
+    "seeds": "The family digest leaves out seed arguments and training.seeds.",
+    "sparse_defaults": "Step 1 defaults: missing containers, a node without resources.",
+    "code_repositories": "Repository names ignored, binary_files as [path, digest] without "
+    "size, submodules by path, empty lists left out.",
+    "string_order": "Sorting is by UTF-8 bytes (code points); JCS keys by UTF-16 units.",
+    "config_names": "Per-run names after ASCII lower-casing and '-' to '_': the Kelvin sign "
+    "and the dotted I are not letters A-Z.",
+    "config_output_roots": "Output roots: trailing '/', broad roots, numbers written as "
+    "strings, path-like names, a name ending in a newline.",
+    "config_masked_and_env": "Only a string ending in *** is masked; per-allocation "
+    "environment names are case-sensitive.",
+    "config_files": "config_files becomes the sorted list of its digests.",
+    "config_file_args": "Arguments named in config_file_args (normalised) leave resolved_args; "
+    "config_file_details, config_values and hydra are not projected.",
+    "environment_kernel_and_framework": "Kernel major.minor; framework entries without "
+    "loaded, plus loaded determinism without initial_seed.",
+    "environment_kernel_unparsed": "A kernel that does not start with digits stays whole.",
+    "hardware_volatile_keys": "Volatile hardware keys at every depth, in lists too; host "
+    "memory_gb only at the top.",
+    "runtime_nodes": "Node role, resources without volatile ones, fingerprint; nodes sorted.",
+    "data_datasets": "Datasets without root, listing, tables, table_groups; sorted.",
+    "dna_ignore_globs": "dna_ignore: members only, dotted keys unescaped, [!...] and ranges, "
+    "no walk into lists, a section name alone removes nothing.",
+    "legacy_names": "Legacy names: the current name wins, then the first in the table.",
+    "nulls_and_numbers": "Nulls dropped from objects only; integers beyond 2^53-1 become "
+    "strings, except in float-typed fields; whole floats in integer fields are integers.",
+    "unknown_with_dna_ignore": "dna_ignore applies inside an unknown section's projection.",
+    "family_seed_names": "Seed names for the family digest: ASCII case, '-' as '_', leading "
+    "'_' ignored.",
+    "v1_python_rules": "DNA version 1: Unicode lower-casing, Unicode digits, '$' before a "
+    "final newline.",
+    "v1_typical": "The typical case in DNA version 1.",
+}
+
+#: Cases computed in another DNA version than the current one.
+VERSIONS: dict[str, int] = {"v1_python_rules": 1, "v1_typical": 1}
+CASES["v1_typical"] = CASES["typical"]
+
+
+def as_json(value: Any) -> Any:
+    """``value`` as a JSON file can hold it: only non-finite floats change (to their
+    marker strings, which project as the floats do); large integers stay integers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return normalise(value)
+    if isinstance(value, dict):
+        return {k: as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_json(v) for v in value]
+    return value
+
+
+def vector(name: str, doc: dict[str, Any]) -> dict[str, Any]:
+    version = VERSIONS.get(name, DNA_VERSION)
+    manifest = manifest_from_dict(doc)
+    dna = compute_dna(manifest, version=version)
+    return {
+        "about": ABOUT[name],
+        "manifest": as_json(doc),
+        "projections": normalise(projections(manifest, version=version)),
+        "sections": dna.sections,
+        "dna": dna.value,
+        "dna_version": dna.version,
+        "family": family_of(manifest, version=version),
+    }
 
 
 def main() -> None:
     HERE.mkdir(parents=True, exist_ok=True)
     for name, doc in CASES.items():
-        manifest = manifest_from_dict(doc)
-        dna = compute_dna(manifest)
-        vector = {
-            "manifest": normalise(manifest.to_dict()),
-            "projections": normalise(projections(manifest)),
-            "sections": dna.sections,
-            "dna": dna.value,
-            "dna_version": dna.version,
-            "family": family_of(manifest),
-        }
-        text = json.dumps(vector, indent=2, ensure_ascii=False, allow_nan=False)
+        built = vector(name, doc)
+        text = json.dumps(built, indent=2, ensure_ascii=False, allow_nan=False)
         (HERE / f"{name}.json").write_text(text + "\n", encoding="utf-8")
-        print(f"{name}: {dna.value}")
+        print(f"{name}: {built['dna']}")
 
 
 if __name__ == "__main__":

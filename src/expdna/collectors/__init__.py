@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from expdna.collectors.command import collect_command
 from expdna.collectors.config import collect_config
-from expdna.collectors.context import CollectContext, NotAvailable, Partial
+from expdna.collectors.config_files import collect_config_files
+from expdna.collectors.context import CollectContext, NotAvailable, Partial, Unknown
 from expdna.collectors.data import collect_data
 from expdna.collectors.environment import collect_environment
 from expdna.collectors.framework import collect_framework
@@ -29,6 +30,7 @@ __all__ = [
     "Outcome",
     "Partial",
     "Registry",
+    "Unknown",
     "default_registry",
     "run_collectors",
 ]
@@ -40,6 +42,7 @@ def default_registry(*, plugins: bool = True) -> Registry:
     registry.add(Collector("command", "command", collect_command))
     registry.add(Collector("git", "code", collect_git))
     registry.add(Collector("config", "config", collect_config))
+    registry.add(Collector("config_files", "config", collect_config_files))
     registry.add(Collector("environment", "environment", collect_environment))
     registry.add(Collector("training", "training", collect_training))
     registry.add(Collector("runtime", "runtime", collect_runtime))

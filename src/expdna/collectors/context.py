@@ -45,3 +45,9 @@ class Partial(Exception):
         super().__init__(reason)
         self.section = section
         self.reason = reason
+
+
+class Unknown(Partial):
+    """Raised by a collector that got part of its section and knows the rest would change
+    its identity (a config file it could not read): the partial section is kept, and the
+    DNA section is marked unknown with ``reason`` (the honest-identity rule)."""

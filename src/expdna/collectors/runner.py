@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
-from expdna.collectors.context import CollectContext, NotAvailable, Partial
+from expdna.collectors.context import CollectContext, NotAvailable, Partial, Unknown
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +103,8 @@ class Outcome:
     section: dict[str, Any]
     duration_ms: float
     warnings: list[str] = field(default_factory=list)
+    #: The collector raised :class:`Unknown`: its DNA section is unknown although it ran.
+    unknown: bool = False
 
     def record(self) -> dict[str, Any]:
         return {
@@ -130,11 +132,14 @@ def _guarded(collector: Collector, ctx: CollectContext) -> dict[str, Any]:
 
 def _call(collector: Collector, ctx: CollectContext) -> Outcome:
     start = time.perf_counter()
+    unknown = False
     try:
         section = _guarded(collector, ctx)
         status, warnings = "ok", []
     except NotAvailable as exc:
         section, status, warnings = {}, "skipped", [str(exc)] if str(exc) else []
+    except Unknown as exc:
+        section, status, warnings, unknown = dict(exc.section), "partial", [exc.reason], True
     except Partial as exc:
         section, status, warnings = dict(exc.section), "partial", [exc.reason]
     except subprocess.TimeoutExpired as exc:
@@ -144,7 +149,7 @@ def _call(collector: Collector, ctx: CollectContext) -> Outcome:
     except Exception as exc:  # collectors never break a run: a failure becomes a warning
         log.debug("collector %s failed", collector.name, exc_info=True)
         section, status, warnings = {}, "failed", [f"{type(exc).__name__}: {exc}"]
-    return Outcome(status, section, (time.perf_counter() - start) * 1000, warnings)
+    return Outcome(status, section, (time.perf_counter() - start) * 1000, warnings, unknown)
 
 
 def _no_answer(exc: subprocess.TimeoutExpired) -> str:

@@ -26,7 +26,17 @@ manifest field                   argument names, in priority order
                                  (Lightning), ``grad_accum_steps``
 ``seeds.seed``                   ``seed``, ``random_seed``
 ``seeds.data_seed``              ``data_seed`` (HF Trainer)
+``precision``                    ``precision`` (Lightning), ``mixed_precision`` (accelerate),
+                                 ``amp_dtype``, ``dtype`` (nanoGPT); else ``bf16``/``fp16``
+                                 when set true (HF Trainer, DeepSpeed's ``bf16.enabled``)
 ===============================  =============================================================
+
+Besides argv, the values of the config files the run reads
+(:mod:`expdna.collectors.config_files`) and nested values of the resolved arguments (a
+Hydra config) count, by their last key (``optimizer.seed`` is ``seed``; of two equal names
+in one source the shallower wins, then the first). Precedence, lowest first: config files
+in argv order (a later file overrides an earlier one, as nanoGPT's configurator does),
+nested resolved values, then the top-level arguments.
 
 Besides the table, every other argument named ``*_seed`` is recorded under ``seeds`` by its
 own name (``--shuffle-seed 3`` -> ``seeds.shuffle_seed``).
@@ -86,7 +96,10 @@ TRAINING_FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "seeds.seed": ("seed", "random_seed"),
     "seeds.data_seed": ("data_seed",),
+    "precision": ("precision", "mixed_precision", "amp_dtype", "dtype"),
 }
+#: Boolean switches that name the precision when no field of the table gives it.
+PRECISION_SWITCHES: tuple[str, ...] = ("bf16", "fp16")
 
 #: Fields (or groups, ending in ".") whose value must be an integer.
 INTEGER_FIELDS: tuple[str, ...] = (
@@ -139,8 +152,8 @@ def _value(field: str, arg: str, raw: Any) -> tuple[Any, str | None]:
         if isinstance(value, int) and not isinstance(value, bool):
             return value, None
         return None, f"{field}: --{arg} {value!r} is not an integer"
-    if field == "algorithm":
-        if isinstance(value, bool):
+    if field in ("algorithm", "precision"):
+        if isinstance(value, (bool, dict, list)):
             return None, f"{field}: --{arg} has no value"
         return str(value), None
     return value, None
@@ -175,11 +188,61 @@ def training_section(
     return section, warnings
 
 
+def leaf_values(values: Any) -> dict[str, Any]:
+    """Nested values by their last key: shallower first, then the first met."""
+    found: dict[str, Any] = {}
+    level = [values]
+    depth = 0
+    while level and depth < 32:
+        below: list[Any] = []
+        for item in level:
+            if not isinstance(item, Mapping):
+                continue
+            for key, value in item.items():
+                if isinstance(value, Mapping):
+                    below.append(value)
+                    _switch(found, str(key), value)
+                else:
+                    found.setdefault(str(key), value)
+        level, depth = below, depth + 1
+    return found
+
+
+def _switch(found: dict[str, Any], key: str, value: Mapping[str, Any]) -> None:
+    """DeepSpeed's ``"bf16": {"enabled": true}`` read as the switch ``bf16``."""
+    if _arg_name(key) in PRECISION_SWITCHES and isinstance(value.get("enabled"), bool):
+        found.setdefault(key, value["enabled"])
+
+
+def merged_args(args: Mapping[str, Any], files: list[Any]) -> dict[str, Any]:
+    """The arguments the training fields are read from (see the module doc)."""
+    merged: dict[str, Any] = {}
+    for values in files:
+        merged.update({_arg_name(k): v for k, v in leaf_values(values).items()})
+    nested = {k: v for k, v in args.items() if isinstance(v, Mapping)}
+    merged.update({_arg_name(k): v for k, v in leaf_values(nested).items()})
+    merged.update({_arg_name(k): v for k, v in args.items()})
+    return merged
+
+
+def _precision_switch(section: dict[str, Any], args: Mapping[str, Any]) -> None:
+    if "precision" in section:
+        return
+    for name in PRECISION_SWITCHES:
+        if args.get(name) is True:
+            section["precision"] = name
+            return
+
+
 def collect_training(ctx: CollectContext) -> dict[str, Any]:
+    from expdna.collectors.config_files import parsed_config_values
+
     # A caller's parsed arguments (defaults included), where the context carries them, say
-    # more than the words of argv.
-    args = ctx.resolved_args
-    section, warnings = training_section(parse_args(ctx.argv) if args is None else args)
+    # more than the words of argv; values in config files count below both.
+    given = parse_args(ctx.argv) if ctx.resolved_args is None else ctx.resolved_args
+    args = merged_args(given, parsed_config_values(ctx))
+    section, warnings = training_section(args)
+    _precision_switch(section, args)
     if warnings:
         raise Partial(section, "; ".join(warnings))
     return section

@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 
 from expdna.compare import versions
 from expdna.compare.repos import match_repos
-from expdna.manifest.dna import compute_dna
+from expdna.manifest.dna import compute_dna, verify_dna
 from expdna.manifest.model import Manifest, Repo
 
 Status = Literal["PASS", "WARN", "FAIL"]
@@ -157,11 +157,20 @@ def _live_repo(recorded: Manifest, current: Manifest, name: str) -> Repo | None:
 
 
 def rule_dna(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
-    """The stored DNA against the one its content gives: a mismatch is an edited manifest."""
-    actual = compute_dna(recorded).value
+    """The stored DNA against the one its content gives: a mismatch is an edited manifest.
+
+    The stored DNA is recomputed in its own version, so a manifest written by an older
+    expdna (DNA version 1) still verifies."""
     if recorded.dna is None:
+        actual = compute_dna(recorded).value
         yield Finding("dna", "WARN", None, actual, "the manifest carries no DNA to verify")
-    elif recorded.dna.value != actual:
+        return
+    try:
+        actual = verify_dna(recorded).value
+    except ValueError as exc:
+        yield Finding("dna", "FAIL", recorded.dna.value, None, str(exc))
+        return
+    if recorded.dna.value != actual:
         yield Finding("dna", "FAIL", recorded.dna.value, actual, "edited after it was written")
 
 

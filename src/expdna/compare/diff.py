@@ -12,7 +12,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from expdna.compare.repos import match_repos
-from expdna.manifest.dna import compute_dna
+from expdna.manifest.dna import compute_dna, verify_dna
 from expdna.manifest.model import DNA_SECTIONS, Manifest
 
 Severity = Literal["CRITICAL", "WARN", "INFO"]
@@ -20,8 +20,9 @@ SEVERITIES: tuple[Severity, ...] = ("CRITICAL", "WARN", "INFO")
 
 #: Top-level fields that describe the document or its making, not the run.
 SKIPPED_TOP = frozenset({"run_id", "generated_at", "dna", "collection"})
-#: Leaves left out: the inline patch is compared through its digest.
-SKIPPED_PATHS: tuple[str, ...] = ("code.*.patch.text",)
+#: Leaves left out: inline patch and config texts are compared through their digests
+#: (and a config file's parsed values, ``config.config_values``, name the changed key).
+SKIPPED_PATHS: tuple[str, ...] = ("code.*.patch.text", "config.config_file_details.*.text")
 
 #: First matching glob (``*`` spans dots) names a changed path's severity; default INFO.
 SEVERITY_RULES: tuple[tuple[str, Severity], ...] = (
@@ -87,16 +88,19 @@ class DiffReport:
     changes: tuple[Change, ...]
     #: The DNA each file claims (``None`` when it has no ``dna`` block).
     stored_dna: tuple[str | None, str | None]
+    #: Per side: whether the stored DNA matches the content in its own DNA version (a
+    #: manifest of an older version keeps its DNA, while ``dna`` is in the current one).
+    verified: tuple[bool, bool] = (True, True)
 
     @property
     def equal(self) -> bool:
         return self.dna[0] == self.dna[1]
 
     def stale(self) -> tuple[bool, bool]:
-        """Per side: the stored DNA exists and disagrees with the recomputed one."""
+        """Per side: the stored DNA exists and disagrees with its content."""
         a, b = (
-            stored is not None and stored != actual
-            for stored, actual in zip(self.stored_dna, self.dna, strict=True)
+            stored is not None and not verified
+            for stored, verified in zip(self.stored_dna, self.verified, strict=True)
         )
         return a, b
 
@@ -281,4 +285,15 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
         sections=sections,
         changes=tuple(changes),
         stored_dna=(a.dna.value if a.dna else None, b.dna.value if b.dna else None),
+        verified=(_verified(a), _verified(b)),
     )
+
+
+def _verified(manifest: Manifest) -> bool:
+    """The stored DNA (if any) is the DNA of the content, in the stored DNA's version."""
+    if manifest.dna is None:
+        return True
+    try:
+        return verify_dna(manifest).value == manifest.dna.value
+    except ValueError:  # a version this expdna does not know cannot be verified
+        return False

@@ -1,9 +1,10 @@
 """A training script's parsed arguments as plain JSON values for ``config.resolved_args``.
 
 The hook records what the script actually runs with (defaults included), not the words on
-its command line, so it reads the parsed object: an ``argparse.Namespace``, a mapping (an
-OmegaConf ``DictConfig`` is one), a dataclass instance, a pydantic model (v2 or v1) or any
-object with attributes (``types.SimpleNamespace``).
+its command line, so it reads the parsed object: an ``argparse.Namespace``, a mapping, an
+OmegaConf ``DictConfig`` (Hydra's composed configuration, interpolations resolved), a
+dataclass instance, a pydantic model (v2 or v1) or any object with attributes
+(``types.SimpleNamespace``).
 
 Values become what canonical JSON can hash the same way on every run: paths become
 strings, enums their value, tuples and sets lists (sets sorted), tensors and NumPy scalars
@@ -41,8 +42,26 @@ def _is_pydantic_v1(obj: Any) -> bool:
     return callable(getattr(obj, "dict", None)) and hasattr(type(obj), "__fields__")
 
 
+def _is_omegaconf(obj: Any) -> bool:
+    return type(obj).__module__.startswith("omegaconf.")
+
+
+def _omegaconf_container(obj: Any) -> Any:
+    """An OmegaConf ``DictConfig``/``ListConfig`` resolved as the app sees it (Hydra's
+    composed configuration); left unresolved where an interpolation cannot be resolved.
+    omegaconf is imported only here, when such an object is passed."""
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.to_container(obj, resolve=True)
+    except Exception:  # an interpolation without its resolver: keep the text
+        return OmegaConf.to_container(obj, resolve=False)
+
+
 def _fields(obj: Any) -> Mapping[Any, Any] | None:
     """The name -> value view of a structured object, or ``None`` when it is not one."""
+    if _is_omegaconf(obj):
+        obj = _omegaconf_container(obj)
     if isinstance(obj, Mapping):
         return obj
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -79,6 +98,8 @@ def plain(value: Any, depth: int = 0) -> Any:
         return bytes(value).decode("utf-8", "backslashreplace")
     if depth >= MAX_DEPTH:
         return _ADDRESS.sub("", repr(value))
+    if _is_omegaconf(value):
+        value = _omegaconf_container(value)
     fields = _fields(value)
     if fields is not None:
         return {str(k): plain(v, depth + 1) for k, v in fields.items()}

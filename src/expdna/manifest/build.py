@@ -30,6 +30,19 @@ def _rehash_patches(code: dict[str, Any]) -> None:
             patch["size"] = len(data)
 
 
+def _rehash_config_files(config: dict[str, Any]) -> None:
+    """Config file digests name the redacted text too (redaction may have changed it again)."""
+    details = config.get("config_file_details") if isinstance(config, dict) else None
+    if not isinstance(details, dict):
+        return
+    files = config.setdefault("config_files", {})
+    for path, record in details.items():
+        if isinstance(record, dict) and isinstance(record.get("text"), str):
+            record["digest"] = ref_of(record["text"].encode("utf-8"))
+            if path in files:
+                files[path] = record["digest"]
+
+
 def build_manifest(
     sections: dict[str, dict[str, Any]],
     *,
@@ -65,6 +78,7 @@ def build_manifest(
     if redact:
         doc, redacted = redact_tree(doc)
     _rehash_patches(doc.get("code", {}))
+    _rehash_config_files(doc.get("config", {}))
     doc["collection"]["redacted"] = redacted
     manifest = Manifest.model_validate(doc)
     manifest.dna = compute_dna(manifest)

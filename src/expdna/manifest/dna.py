@@ -1,15 +1,21 @@
-"""The experiment DNA, version 1.
+"""The experiment DNA, version 2 (and version 1, which old manifests still carry).
 
 Each DNA section is projected to its identity fields, the projection is canonicalised
 (RFC 8785) and hashed with BLAKE3; the DNA is the BLAKE3 of the canonical object
-``{"version": 1, "sections": {name: hex}}``. docs/en/guide.md ("Recomputing the DNA")
-describes the projection for other languages; tests/vectors/dna holds vectors that pin it.
-Changing anything here is a new ``DNA_VERSION``, never a silent change.
+``{"version": 2, "sections": {name: hex}}``. docs/en/guide.md ("Recomputing the DNA") is
+the specification, spec/js/dna.mjs a second implementation written from it, and
+tests/vectors/dna holds vectors that pin both. Changing anything here is a new
+``DNA_VERSION``, never a silent change.
+
+Version 2 differs from version 1 only where version 1 followed Python rather than a rule
+every language shares: names are lower-cased in ASCII only (``str.lower`` also folds the
+Kelvin sign to ``k``), the kernel's version digits are ASCII (``\\d`` also matches other
+scripts' digits), and a path-like name must end in ``_dir`` etc. (``$`` also matches before a
+final newline). And the top-level object says ``"version": 2``, so every DNA changed.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -19,16 +25,20 @@ from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, drop_none, normalise
 from expdna.manifest.display import SHORT_LENGTH as SHORT_LENGTH
 from expdna.manifest.display import short as short
+from expdna.manifest.globs import compile_globs, compile_globs_cached
 from expdna.manifest.model import DNA_SECTIONS, Dna, Manifest
 from expdna.manifest.redact import REDACTED_MARK
 
 
 def _glob(patterns: Iterable[str]) -> re.Pattern[str]:
-    """One compiled regex for a list of fnmatch globs (case-sensitive)."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or "(?!)")
+    """One compiled regex for a list of globs (see :mod:`expdna.manifest.globs`)."""
+    return compile_globs(patterns)
 
 
-DNA_VERSION = 1
+#: The version new DNAs are computed in.
+DNA_VERSION = 2
+#: Every version this expdna can compute, so a manifest of any of them still verifies.
+DNA_VERSIONS = (1, 2)
 
 # Resolved-arg names (lowercase, "-" read as "_") that name one run rather than its setup.
 PER_RUN_ARGS: tuple[str, ...] = (
@@ -77,7 +87,12 @@ PER_RUN_ARGS: tuple[str, ...] = (
     "expdna_*",
 )
 # Keys whose value, when it lies under an output root above, is per-run too.
-_PATH_KEY = re.compile(r"(^|_)(dir|path|file|prefix)$")
+_PATH_WORDS = ("dir", "path", "file", "prefix")
+_PATH_SUFFIXES = tuple(f"_{word}" for word in _PATH_WORDS)
+# Version 1 used this regex, whose "$" also matches before a final newline.
+_PATH_KEY_V1 = re.compile(r"(^|_)(dir|path|file|prefix)$")
+# The kernel's major.minor: version 2 reads ASCII digits only, version 1 any decimal digit.
+_KERNEL = {1: re.compile(r"^(\d+\.\d+)"), 2: re.compile(r"^([0-9]+\.[0-9]+)")}
 
 # Environment values that describe one allocation, not the setup (DESIGN.md "The DNA").
 PER_ALLOCATION_ENV: tuple[str, ...] = (
@@ -153,7 +168,7 @@ _VOLATILE_RESOURCE = _glob(_VOLATILE_RESOURCES)
 Projection = Callable[[Mapping[str, Any]], Any]
 
 
-_glob_cached = functools.lru_cache(maxsize=64)(_glob)
+_glob_cached = compile_globs_cached
 
 
 def _matches(name: str, pattern: re.Pattern[str]) -> bool:
@@ -231,10 +246,10 @@ def _as_text(value: Any) -> str | None:
     return None
 
 
-def _output_roots(args: Mapping[str, Any]) -> list[str]:
+def _output_roots(args: Mapping[str, Any], version: int) -> list[str]:
     roots = []
     for key, value in args.items():
-        if not _per_run_name(key):
+        if not _per_run_name(key, version):
             continue
         text = _as_text(value)
         if text is not None and text not in _TOO_BROAD_ROOTS:
@@ -247,18 +262,33 @@ def _masked(value: Any) -> bool:
     return isinstance(value, str) and value.endswith(REDACTED_MARK)
 
 
-def _arg_name(key: str) -> str:
-    return key.lower().replace("-", "_")
+_ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
+
+
+def ascii_lower(text: str) -> str:
+    """``text`` with A-Z lower-cased and every other character kept (as in any language)."""
+    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+
+
+def arg_name(key: str, version: int = DNA_VERSION) -> str:
+    """A resolved-arg name as the rules compare it: lower-cased, ``-`` read as ``_``.
+
+    Version 1 lower-cased with Python's full Unicode ``str.lower``; version 2 in ASCII.
+    """
+    return (key.lower() if version == 1 else ascii_lower(key)).replace("-", "_")
 
 
 @functools.lru_cache(maxsize=4096)
-def _per_run_name(key: str) -> bool:
-    return _PER_RUN.match(_arg_name(key)) is not None
+def _per_run_name(key: str, version: int = DNA_VERSION) -> bool:
+    return _PER_RUN.match(arg_name(key, version)) is not None
 
 
 @functools.lru_cache(maxsize=4096)
-def _path_name(key: str) -> bool:
-    return _PATH_KEY.search(_arg_name(key)) is not None
+def _path_name(key: str, version: int) -> bool:
+    name = arg_name(key, version)
+    if version == 1:
+        return _PATH_KEY_V1.search(name) is not None
+    return name in _PATH_WORDS or name.endswith(_PATH_SUFFIXES)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -286,14 +316,19 @@ def is_volatile_resource(name: str) -> bool:
     return _volatile_resource(name)
 
 
-def _project_config(section: Mapping[str, Any]) -> Any:
+def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
     args = section.get("resolved_args") or {}
-    roots = _output_roots(args)
+    roots = _output_roots(args, version)
+    # Arguments that name a recorded config file (version 2): its digest in config_files
+    # stands for them, so moving the file does not change the DNA. No version-1 manifest
+    # has config_file_args; version 1 stays as it was.
+    listed = section.get("config_file_args") if version != 1 else None
+    file_args = {arg_name(n, version) for n in listed or () if isinstance(n, str)}
 
     def per_run(key: str, value: Any) -> bool:
-        if _per_run_name(key) or _masked(value):
+        if _per_run_name(key, version) or _masked(value) or arg_name(key, version) in file_args:
             return True
-        if not roots or not _path_name(key):
+        if not roots or not _path_name(key, version):
             return False
         text = _as_text(value)
         return text is not None and any((text.rstrip("/") + "/").startswith(root) for root in roots)
@@ -313,12 +348,12 @@ def _project_training(section: Mapping[str, Any]) -> Any:
     return dict(section)
 
 
-def _project_environment(section: Mapping[str, Any]) -> Any:
+def _project_environment(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
     projected = {k: v for k, v in section.items() if k not in _PER_MACHINE_ENVIRONMENT}
     kernel = projected.get("kernel")
     if isinstance(kernel, str):
         # Patch level (6.1.0-18-amd64 -> 6.1) changes with security updates, not results.
-        match = re.match(r"^(\d+\.\d+)", kernel)
+        match = _KERNEL[version].match(kernel)
         projected["kernel"] = match.group(1) if match else kernel
     framework = projected.get("framework")
     if isinstance(framework, Mapping):
@@ -380,7 +415,8 @@ def _project_data(section: Mapping[str, Any]) -> Any:
     return {"datasets": _sorted_by_bytes(datasets)}
 
 
-#: Section name -> identity projection. Each takes the section as written in the manifest.
+#: Section name -> identity projection (current version). Each takes the section as written
+#: in the manifest.
 PROJECTIONS: dict[str, Projection] = {
     "code": _project_code,
     "config": _project_config,
@@ -391,6 +427,21 @@ PROJECTIONS: dict[str, Projection] = {
     "data": _project_data,
 }
 assert tuple(PROJECTIONS) == DNA_SECTIONS
+
+
+def check_version(version: int) -> None:
+    """ValueError for a DNA version this expdna cannot compute."""
+    if version not in DNA_VERSIONS:
+        known = ", ".join(str(v) for v in DNA_VERSIONS)
+        raise ValueError(f"DNA version {version!r} is not one this expdna knows ({known})")
+
+
+def _projection(name: str, version: int) -> Projection:
+    if version == DNA_VERSION or name not in ("config", "environment"):
+        return PROJECTIONS[name]
+    if name == "config":
+        return lambda section: _project_config(section, version)
+    return lambda section: _project_environment(section, version)
 
 
 def _apply_ignore(value: Any, path: str, patterns: re.Pattern[str]) -> Any:
@@ -413,13 +464,14 @@ def mark_unknown(projected: Any) -> dict[str, Any]:
     return {"unknown": True, "partial": projected}
 
 
-def _raw_projections(manifest: Manifest | Mapping[str, Any]) -> dict[str, Any]:
+def _raw_projections(manifest: Manifest | Mapping[str, Any], version: int) -> dict[str, Any]:
+    check_version(version)
     doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
     ignore = tuple(((doc.get("config") or {}).get("dna_ignore")) or ())
     unknown = doc.get("unknown") or {}
-    result = {}
-    for name, project in PROJECTIONS.items():
-        projected = project(doc.get(name) or {})
+    result: dict[str, Any] = {}
+    for name in DNA_SECTIONS:
+        projected = _projection(name, version)(doc.get(name) or {})
         if ignore:
             projected = _apply_ignore(projected, name, _glob_cached(ignore))
         if name in unknown:
@@ -428,25 +480,44 @@ def _raw_projections(manifest: Manifest | Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def projections(manifest: Manifest | Mapping[str, Any]) -> dict[str, Any]:
+def projections(
+    manifest: Manifest | Mapping[str, Any], *, version: int = DNA_VERSION
+) -> dict[str, Any]:
     """Each DNA section's identity projection, as hashed (``null`` values dropped)."""
-    return {name: drop_none(p) for name, p in _raw_projections(manifest).items()}
+    return {name: drop_none(p) for name, p in _raw_projections(manifest, version).items()}
 
 
-def compute_dna(manifest: Manifest | Mapping[str, Any]) -> Dna:
-    """The DNA of ``manifest``: per-section digests and the top-level value."""
+def compute_dna(manifest: Manifest | Mapping[str, Any], *, version: int = DNA_VERSION) -> Dna:
+    """The DNA of ``manifest`` in ``version`` (the current one unless a stored DNA of an
+    older version is being verified): per-section digests and the top-level value."""
     sections = {
         name: hex_of(canonical_bytes(projected, drop_none_values=True))
-        for name, projected in _raw_projections(manifest).items()
+        for name, projected in _raw_projections(manifest, version).items()
     }
-    return Dna(version=DNA_VERSION, value=dna_value(sections), sections=sections)
+    return Dna(version=version, value=dna_value(sections, version=version), sections=sections)
 
 
-def dna_value(sections: Mapping[str, str]) -> str:
-    """The DNA over section digests: the BLAKE3 of ``{"version": 1, "sections": ...}``."""
-    return hex_of(canonical_bytes({"version": DNA_VERSION, "sections": dict(sections)}))
+def stored_version(manifest: Manifest | Mapping[str, Any]) -> int:
+    """The DNA version a manifest's stored ``dna`` block was computed in (the current one
+    when it has none): the version to recompute it in when verifying it."""
+    if isinstance(manifest, Manifest):
+        return manifest.dna.version if manifest.dna is not None else DNA_VERSION
+    stored = manifest.get("dna")
+    version = stored.get("version") if isinstance(stored, Mapping) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else DNA_VERSION
 
 
-def section_digest(name: str, section: Mapping[str, Any]) -> str:
+def verify_dna(manifest: Manifest | Mapping[str, Any]) -> Dna:
+    """The DNA of ``manifest`` recomputed in the version its stored DNA names, so a manifest
+    written by an older expdna still verifies (ValueError for a version unknown here)."""
+    return compute_dna(manifest, version=stored_version(manifest))
+
+
+def dna_value(sections: Mapping[str, str], *, version: int = DNA_VERSION) -> str:
+    """The DNA over section digests: the BLAKE3 of ``{"version": N, "sections": ...}``."""
+    return hex_of(canonical_bytes({"version": version, "sections": dict(sections)}))
+
+
+def section_digest(name: str, section: Mapping[str, Any], *, version: int = DNA_VERSION) -> str:
     """One section's digest for a document without ``dna_ignore`` or ``unknown``."""
-    return hex_of(canonical_bytes(PROJECTIONS[name](section), drop_none_values=True))
+    return hex_of(canonical_bytes(_projection(name, version)(section), drop_none_values=True))

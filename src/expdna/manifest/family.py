@@ -2,7 +2,8 @@
 
 Runs of one setup that differ only in their seeds share a family digest ("N seeds, one
 setup"). The seeds are the resolved arguments named ``seed``, ``random_seed`` or ``*_seed``
-(any case, ``-`` read as ``_``) and ``training.seeds``. Ignoring a seed argument in
+(any case, ``-`` read as ``_``, leading ``_`` ignored) and ``training.seeds``. A family
+digest is computed in a DNA version, like the DNA it belongs to. Ignoring a seed argument in
 ``dna_ignore`` also ignores the training field derived from it
 (:func:`with_derived_seed_ignores`).
 """
@@ -13,13 +14,8 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from expdna.manifest.dna import compute_dna, dna_value, section_digest
+from expdna.manifest.dna import DNA_VERSION, arg_name, compute_dna, dna_value, section_digest
 from expdna.manifest.model import Manifest
-
-
-def _arg_name(key: str) -> str:
-    return key.lower().replace("-", "_")
-
 
 #: Resolved-arg names (lowercase, "-" read as "_") that are seeds; the training collector
 #: records the same under ``training.seeds`` (``seed`` and ``random_seed`` as ``seed``).
@@ -28,9 +24,9 @@ _SEED_SUFFIX = "_seed"
 
 
 @functools.lru_cache(maxsize=4096)
-def is_seed_arg(key: str) -> bool:
+def is_seed_arg(key: str, version: int = DNA_VERSION) -> bool:
     """A resolved-arg name that names a seed: ``seed``, ``random_seed``, ``*_seed``."""
-    name = _arg_name(key).lstrip("_")
+    name = arg_name(key, version).lstrip("_")
     return name in _SEED_NAMES or name.endswith(_SEED_SUFFIX)
 
 
@@ -38,7 +34,7 @@ def seed_field(key: str) -> str | None:
     """The ``training.seeds`` field a seed argument is recorded as, else None."""
     if not is_seed_arg(key):
         return None
-    name = _arg_name(key).lstrip("_")
+    name = arg_name(key).lstrip("_")
     return "seed" if name in _SEED_NAMES else name
 
 
@@ -61,43 +57,47 @@ def with_derived_seed_ignores(globs: Iterable[str]) -> list[str]:
     return result
 
 
-def without_seeds(doc: Mapping[str, Any]) -> dict[str, Any]:
+def without_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> dict[str, Any]:
     """The document with every seed left out: resolved seed arguments are dropped and
     ``training.seeds`` (where present) is emptied."""
     config = dict(doc.get("config") or {})
     args = config.get("resolved_args") or {}
-    config["resolved_args"] = {k: v for k, v in args.items() if not is_seed_arg(str(k))}
+    config["resolved_args"] = {k: v for k, v in args.items() if not is_seed_arg(str(k), version)}
     training = dict(doc.get("training") or {})
     if "seeds" in training:
         training["seeds"] = {}  # as a run that recorded no seed
     return {**doc, "config": config, "training": training}
 
 
-def has_seeds(doc: Mapping[str, Any]) -> bool:
+def has_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> bool:
     """Whether the document records any seed (else its family digest is its DNA)."""
     if (doc.get("training") or {}).get("seeds"):
         return True
     args = (doc.get("config") or {}).get("resolved_args") or {}
-    return any(is_seed_arg(str(k)) for k in args)
+    return any(is_seed_arg(str(k), version) for k in args)
 
 
 def family_of(
-    manifest: Manifest | Mapping[str, Any], sections: Mapping[str, str] | None = None
+    manifest: Manifest | Mapping[str, Any],
+    sections: Mapping[str, str] | None = None,
+    *,
+    version: int = DNA_VERSION,
 ) -> str:
     """The family digest: the DNA of the manifest with every seed projected out.
 
     Runs of one setup that differ only in their seeds share it ("N seeds, one setup"); a
     run without seeds has a family digest equal to its DNA. ``sections``: the document's
-    DNA section digests when known, so only ``config`` and ``training`` are projected again
-    (exact for a document without ``dna_ignore`` or ``unknown``).
+    DNA section digests in ``version`` when known, so only ``config`` and ``training`` are
+    projected again (exact for a document without ``dna_ignore`` or ``unknown``).
     """
     doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
-    seedless = without_seeds(doc)
+    seedless = without_seeds(doc, version=version)
     if sections is None or (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
-        return compute_dna(seedless).value
-    if not has_seeds(doc):
-        return dna_value(sections)
+        return compute_dna(seedless, version=version).value
+    if not has_seeds(doc, version=version):
+        return dna_value(sections, version=version)
     redone = {
-        name: section_digest(name, seedless.get(name) or {}) for name in ("config", "training")
+        name: section_digest(name, seedless.get(name) or {}, version=version)
+        for name in ("config", "training")
     }
-    return dna_value({**sections, **redone})
+    return dna_value({**sections, **redone}, version=version)

@@ -197,6 +197,12 @@ def fit_to_cap(manifest: Manifest, cap: int = MAX_WRITE_BYTES) -> tuple[bytes, l
             patch["text"] = None
             patch["truncated"] = True
             notes.append(f"code.{name}.patch.text")
+    # Config file texts next: their digests stay, and a store keeps them as blobs.
+    for path, record in ((doc.get("config") or {}).get("config_file_details") or {}).items():
+        if isinstance(record, dict) and record.get("text"):
+            record["text"] = None
+            record["truncated"] = True
+            notes.append(f"config.config_file_details.{path}.text")
     data = serialise(doc)
     # Give the room left back to the patches, largest first, so as much as fits stays inline.
     if len(data) <= cap:

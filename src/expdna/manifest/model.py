@@ -74,15 +74,55 @@ class Repo(_Open):
     submodules: list[Submodule] = Field(default_factory=list)
 
 
+class ConfigFile(_Open):
+    """One config file the run reads, keyed by its path in ``config.config_file_details``.
+
+    Outside the DNA: the digest (also in ``config.config_files``) stands for the text,
+    and the parsed values (``config.config_values``) repeat it.
+    """
+
+    name: str | None = Field(None, description="Short name, the key in config_values.")
+    source: str | None = Field(None, description="argument, a flag (--config), or hydra.")
+    format: str | None = None
+    size: int | None = Field(None, description="Bytes of the file as read.")
+    digest: str | None = Field(None, description="blake3:<hex> of the redacted text.")
+    truncated: bool = Field(False, description="Over the text cap: digest only, no text.")
+    text: str | None = Field(None, description="The redacted text inline (a blob in a store).")
+    parse_error: str | None = Field(None, description="Why its values are not recorded.")
+    unknown: str | None = Field(None, description="Why it could not be read at all.")
+
+
 class Config(_Open):
     resolved_args: dict[str, Any] = Field(default_factory=dict)
     selected_env: dict[str, str] = Field(default_factory=dict)
     config_files: dict[str, str] = Field(
-        default_factory=dict, description="Config file path -> blake3:<hex> of its bytes."
+        default_factory=dict,
+        description="Config file path -> blake3:<hex> of its redacted text (in the DNA).",
     )
     dna_ignore: list[str] = Field(
         default_factory=list,
         description="Extra glob patterns of dotted paths left out of the DNA.",
+    )
+    config_file_details: dict[str, ConfigFile] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Config file path -> what was read (outside the DNA).",
+    )
+    config_file_args: list[str] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Arguments whose value names a recorded config file (left out of the DNA: "
+        "the file's digest stands for them).",
+    )
+    hydra: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="A Hydra run's command-line overrides and config name (outside the DNA).",
+    )
+    config_values: dict[str, Any] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="Parsed values of each config file, by its short name (outside the DNA).",
     )
 
 

@@ -345,7 +345,7 @@ class Store:
             if across_seeds and family is None:  # recorded before family digests
                 from expdna.manifest.family import family_of
 
-                family = family_of(self.show(record.run_id))
+                family = family_of(self.show(record.run_id), version=record.dna_version)
         with self.index.read() as conn:
             if across_seeds:
                 return queries.select_runs(conn, family=family)
@@ -356,6 +356,7 @@ class Store:
         (``expdna db upgrade`` calls it); returns how many runs were filled in."""
         from sqlalchemy import select, update
 
+        from expdna.manifest.dna import stored_version
         from expdna.manifest.family import family_of
         from expdna.store.index.models import Blob, Run
 
@@ -373,7 +374,9 @@ class Store:
             updates = []
             for run_key, digest in rows:
                 doc = json.loads(self.objects.read_verified(digest))
-                updates.append({"key": run_key, "family": family_of(doc)})
+                # A family is computed in the DNA version of the run's own DNA.
+                family = family_of(doc, version=stored_version(doc))
+                updates.append({"key": run_key, "family": family})
             with self.index.write() as conn:
                 for row in updates:
                     conn.execute(
@@ -473,12 +476,14 @@ class Store:
         *,
         where: Sequence[Filter] = (),
         since: datetime | None = None,
+        columns: Sequence[str] = (),
     ) -> int:
         """One Parquet row per matching run (key fields, section digests, ``metric_<name>``
-        columns), written atomically; returns the number of rows. Needs pyarrow."""
+        columns, and a string column per manifest path in ``columns``), written atomically;
+        returns the number of rows. Needs pyarrow."""
         from expdna.store.export import export_parquet
 
-        return export_parquet(self.index, Path(path), filters=where, since=since)
+        return export_parquet(self.index, Path(path), filters=where, since=since, columns=columns)
 
     # -- maintenance -----------------------------------------------------------------
 

@@ -213,7 +213,9 @@ def _widened(
     log.debug("stability: %d candidate DNAs outside %s", len(candidates), sorted(touched))
     target_doc = json.loads(read(candidates[dna]))
     target = recomputed_dna(target_doc, patterns)
-    unmatched = [p for p in patterns if recomputed_dna(target_doc, [p]) == dna]
+    # Compared in the current DNA version, which a manifest of an older one is not stored in.
+    plain = recomputed_dna(target_doc, [])
+    unmatched = [p for p in patterns if recomputed_dna(target_doc, [p]) == plain]
     pooled = [dna]
     for other in sorted(candidates):
         if other != dna and recomputed_dna(json.loads(read(candidates[other])), patterns) == target:

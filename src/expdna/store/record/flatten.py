@@ -7,8 +7,8 @@ numbers and booleans as JSON writes them (``16``, ``0.0003``, ``true``). A value
 gets the same treatment, so equality still matches without storing long text twice.
 
 Left out: the fields that are ``runs`` columns (run id, times, schema version, the DNA),
-inline patch text (its digest is a fact), collector timings (unique per run and never
-asked for), and numeric metrics, which go to the ``metrics`` table instead.
+inline patch and config file text (their digests are facts), collector timings (unique per
+run and never asked for), and numeric metrics, which go to the ``metrics`` table instead.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ NOT_FACTS: tuple[str, ...] = (
     "dna",
     "dna.*",
     "code.*.patch.text",
+    "config.config_file_details.*.text",
     "collection.duration_ms",
     "collection.collectors.*.duration_ms",
 )

@@ -14,7 +14,7 @@ from typing import Any
 from expdna.digest import hex_of
 from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import DNA_VERSION, compute_dna, short
+from expdna.manifest.dna import DNA_VERSION, DNA_VERSIONS, compute_dna, short, stored_version
 from expdna.manifest.family import family_of
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Manifest
@@ -116,10 +116,11 @@ def _unknown(doc: dict[str, Any]) -> str | None:
 
 
 def _check_version(stored: Any, source: str) -> None:
-    if stored is not None and stored.get("version") != DNA_VERSION:
+    if stored is not None and stored.get("version") not in DNA_VERSIONS:
+        known = ", ".join(str(v) for v in DNA_VERSIONS)
         raise DnaMismatchError(
             f"{source}: DNA version {stored.get('version')!r} is not one this expdna can "
-            f"verify (it knows version {DNA_VERSION})"
+            f"verify (it knows versions {known})"
         )
 
 
@@ -135,7 +136,8 @@ def _with_checked_dna(doc: dict[str, Any], source: str) -> dict[str, Any]:
     """``doc`` with its DNA: computed when absent, refused when it does not match."""
     stored = doc.get("dna")
     _check_version(stored, source)
-    computed = compute_dna(doc)
+    # A manifest keeps the DNA version it was written in: an older one is verified in it.
+    computed = compute_dna(doc, version=stored_version(doc))
     if stored is None:
         return {**doc, "dna": computed.model_dump(mode="python")}
     _check_match(stored, computed.value, computed.sections, source)
@@ -148,7 +150,8 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
     form = to_store_form(doc)
     facts, metrics = flatten(form.doc)
     sets, own = partition(facts)
-    family = family_of(form.doc, form.doc["dna"]["sections"])
+    version = form.doc["dna"]["version"]
+    family = family_of(form.doc, form.doc["dna"]["sections"], version=version)
     return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics, family)
 
 
@@ -160,6 +163,8 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
     _check_version(stored, source)
     if (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
         return None
+    if stored is not None and stored.get("version") != DNA_VERSION:
+        return None  # the memo works in the current version; an older one is rare
     form, patches = move_patches(doc)
     parts = split(form)
     if parts is None:

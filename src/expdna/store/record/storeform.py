@@ -51,7 +51,8 @@ def _patches(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def to_store_form(doc: dict[str, Any]) -> StoreForm:
-    """Move every patch text that hashes to its digest out of ``doc`` (a fresh dict)."""
+    """Move every patch and config file text that hashes to its digest out of ``doc`` (a
+    fresh dict)."""
     doc, patches = move_patches(doc)
     data = dumps(doc)
     return StoreForm(doc=doc, data=data, digest=hex_of(data), patches=patches)
@@ -74,7 +75,50 @@ def move_patches(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]
             if patch.get("digest") == ref(hex_digest):
                 patches[hex_digest] = data
                 repo["patch"] = {k: v for k, v in patch.items() if k != "text"}
+    doc, texts = move_config_texts(doc)
+    patches.update(texts)
     return doc, patches
+
+
+def _config_details(doc: dict[str, Any]) -> dict[str, Any]:
+    config = doc.get("config")
+    details = config.get("config_file_details") if isinstance(config, dict) else None
+    return details if isinstance(details, dict) else {}
+
+
+def move_config_texts(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Config file texts (``config.config_file_details.*.text``) moved out as patches are.
+
+    They are stored as blobs of kind ``patch``: text a manifest references by digest in
+    place of its inline form (a kind of their own would need a migration of ``blobs``).
+    """
+    details = _config_details(doc)
+    texts: dict[str, bytes] = {}
+    if not any(isinstance(r, dict) and isinstance(r.get("text"), str) for r in details.values()):
+        return doc, texts
+    moved = {}
+    for path, record in details.items():
+        text = record.get("text") if isinstance(record, dict) else None
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+            hex_digest = hex_of(data)
+            if record.get("digest") == ref(hex_digest):
+                texts[hex_digest] = data
+                record = {k: v for k, v in record.items() if k != "text"}
+        moved[path] = record
+    return {**doc, "config": {**doc["config"], "config_file_details": moved}}, texts
+
+
+def moved_config_texts(doc: dict[str, Any]) -> list[str]:
+    """The 64-hex digests of the config file texts a store-form document references."""
+    return [
+        parse_digest(record["digest"])
+        for record in _config_details(doc).values()
+        if isinstance(record, dict)
+        and "text" not in record
+        and isinstance(record.get("digest"), str)
+        and not record.get("truncated")
+    ]
 
 
 def moved_patches(doc: dict[str, Any]) -> list[str]:
@@ -96,4 +140,8 @@ def to_file_form(doc: dict[str, Any], read: Callable[[str], bytes]) -> dict[str,
     for patch in _patches(doc):
         if "text" not in patch and isinstance(patch.get("digest"), str):
             patch["text"] = read(parse_digest(patch["digest"])).decode("utf-8")
+    for digest in moved_config_texts(doc):
+        for record in _config_details(doc).values():
+            if record.get("digest") == ref(digest) and "text" not in record:
+                record["text"] = read(digest).decode("utf-8")
     return Manifest.model_validate(doc).to_dict()

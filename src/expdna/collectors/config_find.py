@@ -1,0 +1,247 @@
+"""Which files a run reads as configuration: argv words, well-known flags, Hydra.
+
+See :mod:`expdna.collectors.config_files` for the rules; this module only finds the files
+(a ``stat`` each, nothing opened).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from expdna.collectors.config import script_argv
+from expdna.collectors.context import CollectContext
+
+log = logging.getLogger(__name__)
+
+#: Larger files are not configuration: recorded as unknown rather than read.
+READ_MAX = 4 * 1024 * 1024
+#: At most this many config files per run (a glob of data files is not configuration).
+MAX_FILES = 32
+
+SUFFIX_FORMATS: dict[str, str] = {
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".json": "json",
+    ".toml": "toml",
+    ".ini": "ini",
+    ".cfg": "ini",
+    ".py": "python",
+}
+#: Flags whose value is a config file whatever its extension.
+CONFIG_FLAGS: frozenset[str] = frozenset(
+    {
+        "--config",
+        "--configs",
+        "--config-file",
+        "--config_file",
+        "--cfg",
+        "--cfg-file",
+        "--cfg_file",
+        "--deepspeed",
+        "--deepspeed-config",
+        "--deepspeed_config",
+        "--hparams",
+        "--hparams-file",
+        "--hparams_file",
+        "-c",
+    }
+)
+_HYDRA_PATH = frozenset({"--config-path", "--config_path", "-cp"})
+_HYDRA_NAME = frozenset({"--config-name", "--config_name", "-cn"})
+#: ``python -m <launcher> ... train.py``: the first ``.py`` word is the entry script.
+_LAUNCHER_MODULES = frozenset(
+    {"torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch"}
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    #: How the run names it: ``argument``, a flag (``--config``), or ``hydra``.
+    source: str
+    #: The argument (as parse_args names it) whose value names the file, if any.
+    arg: str | None = None
+
+
+def _entry_and_words(argv: tuple[str, ...]) -> tuple[str | None, list[str], list[str]]:
+    """(the entry script as written, a launcher's words before it, the words after it)."""
+    from expdna.collectors.config import _PYTHON
+
+    words = list(argv)
+    if not words:
+        return None, [], []
+    if _PYTHON.match(os.path.basename(words[0])):
+        rest = script_argv(words)
+        before = words[: len(words) - len(rest)]
+        if len(before) >= 3 and before[-2] == "-m":
+            if before[-1] in _LAUNCHER_MODULES:
+                return _first_script(rest)
+            return None, [], rest
+        if len(before) >= 3 and before[-2] == "-c":
+            return None, [], rest
+        return (before[-1] if len(before) >= 2 else None), [], rest
+    if words[0].endswith(".py"):
+        return words[0], [], words[1:]
+    return _first_script(words[1:])  # torchrun, accelerate launch, deepspeed ...
+
+
+def _first_script(words: list[str]) -> tuple[str | None, list[str], list[str]]:
+    for i, word in enumerate(words):
+        if word.endswith(".py") and not word.startswith("-"):
+            return word, words[:i], words[i + 1 :]
+    return None, [], words
+
+
+def suffix_format(word: str) -> str | None:
+    return SUFFIX_FORMATS.get(os.path.splitext(word)[1].lower())
+
+
+def _existing(cwd: Path, word: str, max_size: int | None = None) -> Path | None:
+    """``word`` as a path when it names something that is not a directory (nor, with
+    ``max_size``, a regular file larger than that)."""
+    if not word or "\0" in word or len(word) > 4096:
+        return None
+    path = Path(os.path.abspath(cwd / os.path.expanduser(word)))
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    if max_size is not None and stat.S_ISREG(st.st_mode) and st.st_size > max_size:
+        return None
+    return path
+
+
+def _under(path: Path, roots: list[Path]) -> bool:
+    real = os.path.realpath(path)
+    for root in roots:
+        top = os.path.realpath(root)
+        if real == top or real.startswith(top.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def find_config_files(ctx: CollectContext) -> list[Candidate]:
+    """The config files named by ``ctx.argv`` and Hydra's output directory, in argv order."""
+    entry, launcher, words = _entry_and_words(ctx.argv)
+    skip = {os.path.realpath(ctx.cwd / entry)} if entry else set()
+    if ctx.caller_file is not None:
+        skip.add(os.path.realpath(ctx.cwd / ctx.caller_file))
+    found: dict[str, Candidate] = {}
+    # Loaded by api.collect already (see worktree.output_roots): no import in this thread.
+    from expdna.collectors.worktree import output_roots
+    from expdna.manifest.dna import is_per_run_arg
+
+    # A root at or above the working directory (``--output_dir .``) would take every file.
+    roots = [r for r in output_roots(ctx) if not _under(ctx.cwd, [r])]
+
+    def add(word: str, source: str, flag: str | None = None) -> None:
+        arg = flag.lstrip("-").replace("-", "_") if flag else None
+        named = source in CONFIG_FLAGS or source in ("hydra", "--config-name")
+        if not named and arg is not None and is_per_run_arg(arg):
+            return  # --log-file train.json: the run's own output, not its setup
+        # A file found by its extension alone and larger than a config file can be is data
+        # (--train_file train.json): not a config file, so never an unknown one either.
+        path = _existing(ctx.cwd, word, None if named else READ_MAX)
+        if path is None or os.path.realpath(path) in skip:
+            return
+        if source != "hydra" and _under(path, roots):
+            return  # written by this run (under its output directory)
+        found.setdefault(os.path.realpath(path), Candidate(path, source, arg))
+
+    hydra_path: str | None = None
+    hydra_name: str | None = None
+    flag: str | None = None  # the previous word, when it was an option without "=value"
+    # A launcher's own config (accelerate's --config_file) counts too; its .py words do not.
+    for position, word in enumerate([*launcher, *words]):
+        after_entry = position >= len(launcher)
+        if word.startswith("-") and len(word) > 1 and not _is_number(word):
+            name, eq, value = word.partition("=")
+            flag = None if eq else name
+            if eq and name in _HYDRA_PATH:
+                hydra_path = value
+            elif eq and name in _HYDRA_NAME:
+                hydra_name = value
+            elif eq and (name in CONFIG_FLAGS or suffix_format(value) not in (None, "python")):
+                add(value, name if name in CONFIG_FLAGS else "argument", name)
+            continue
+        if flag in _HYDRA_PATH:
+            hydra_path = word
+        elif flag in _HYDRA_NAME:
+            hydra_name = word
+        elif flag in CONFIG_FLAGS:
+            add(word, flag, flag)
+        elif suffix_format(word) == "python":
+            if flag is None and after_entry:  # nanoGPT: positional .py files after the script
+                add(word, "argument")
+        elif suffix_format(word) is not None:
+            add(word, "argument", flag)
+        flag = None
+    if hydra_name is not None:
+        _add_hydra_primary(ctx, entry, hydra_path, hydra_name, add)
+    for directory in _hydra_output_dirs(ctx):
+        add(str(directory / ".hydra" / "config.yaml"), "hydra")
+    return list(found.values())[:MAX_FILES]
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _add_hydra_primary(
+    ctx: CollectContext, entry: str | None, config_path: str | None, name: str, add: Any
+) -> None:
+    """Hydra's primary config: ``--config-name`` inside ``--config-path`` (relative to the
+    working directory, or to the entry script's folder as in ``@hydra.main``)."""
+    if config_path is None:
+        return
+    file = name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"
+    bases = [ctx.cwd]
+    if entry:
+        bases.append((ctx.cwd / entry).parent)
+    for base in bases:
+        candidate = base / config_path / file
+        if _existing(ctx.cwd, str(candidate)) is not None:
+            add(str(candidate), "--config-name", "--config-path")
+            return
+
+
+def hydra_runtime() -> dict[str, Any] | None:
+    """The running Hydra app's output directory, config name and overrides, when this
+    process is one (Hydra already imported and initialised; never imported here)."""
+    module = sys.modules.get("hydra.core.hydra_config")
+    hydra_config = getattr(module, "HydraConfig", None)
+    if hydra_config is None:
+        return None
+    try:
+        if not hydra_config.initialized():
+            return None
+        cfg = hydra_config.get()
+        return {
+            "output_dir": str(cfg.runtime.output_dir),
+            "config_name": cfg.job.config_name,
+            "overrides": [str(o) for o in cfg.overrides.task],
+        }
+    except Exception as exc:  # another Hydra version's layout: say so, record the rest
+        log.info("reading HydraConfig failed: %s", exc)
+        return None
+
+
+def _hydra_output_dirs(ctx: CollectContext) -> list[Path]:
+    dirs = [Path(os.path.abspath(ctx.cwd / r)) for r in ctx.output_roots]
+    dirs.append(Path(os.path.abspath(ctx.cwd)))
+    runtime = hydra_runtime()
+    if runtime is not None:
+        dirs.append(Path(os.path.abspath(ctx.cwd / runtime["output_dir"])))
+    return [d for d in dict.fromkeys(dirs) if os.path.isfile(d / ".hydra" / "config.yaml")]
