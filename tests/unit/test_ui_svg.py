@@ -64,3 +64,14 @@ def test_ancestors_go_left_and_descendants_right_one_column_per_depth() -> None:
     assert [n.run_id for n in graph.nodes if not n.recorded] == ["gone"]
     assert [n.run_id for n in graph.nodes if n.centre] == ["mid"]
     assert len(graph.edges) == 4 and all(e.x1 < e.x2 for e in graph.edges)
+
+
+def test_past_a_hundred_runs_a_box_plot_of_quartiles_replaces_the_dots() -> None:
+    values = [(f"r{i}", float(i)) for i in range(101)]
+    stats = summarise([v for _, v in values])
+    assert stats is not None
+    plot = strip(values, stats)
+    assert plot.points == [] and plot.quartiles is not None
+    q = plot.quartiles
+    assert q.low == 10 and q.high == STRIP_WIDTH - 10
+    assert q.low < q.q1 < q.median == plot.mean_x < q.q3 < q.high

@@ -6,6 +6,7 @@ so every label is escaped like any other value and no markup is built from data.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ STRIP_WIDTH = 360
 STRIP_HEIGHT = 36
 _PAD = 10
 _SPREAD = (0, -6, 6, -12, 12)
+#: Most runs drawn one dot each.
+MAX_DOTS = 100
 
 
 @dataclass(frozen=True)
@@ -26,8 +29,21 @@ class Point:
 
 
 @dataclass(frozen=True)
+class Quartiles:
+    """A box plot's x positions: whiskers at min and max, the box from Q1 to Q3."""
+
+    low: float
+    q1: float
+    median: float
+    q3: float
+    high: float
+
+
+@dataclass(frozen=True)
 class Strip:
-    """One metric's runs as dots on a line, with the mean and the mean ± std as a box."""
+    """One metric's runs as dots on a line, with the mean and the mean ± std as a box; past
+    :data:`MAX_DOTS` runs a box plot of quartiles instead (``points`` empty), so a page on a
+    large family stays small."""
 
     width: int
     height: int
@@ -36,6 +52,7 @@ class Strip:
     box: tuple[float, float] | None
     low: float
     high: float
+    quartiles: Quartiles | None = None
 
 
 def _scale(value: float, low: float, high: float) -> float:
@@ -47,6 +64,11 @@ def _scale(value: float, low: float, high: float) -> float:
 def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
     """The strip plot of ``(run id, value)`` pairs; dots of equal values are spread apart."""
     low, high = stats.min, stats.max
+    mean_x = _scale(stats.mean, low, high)
+    if len(values) > MAX_DOTS:
+        q1, median, q3 = statistics.quantiles([v for _, v in values], n=4)
+        quartiles = Quartiles(*(_scale(v, low, high) for v in (low, q1, median, q3, high)))
+        return Strip(STRIP_WIDTH, STRIP_HEIGHT, [], mean_x, None, low, high, quartiles)
     seen: dict[float, int] = {}
     points = []
     for run_id, value in values:
@@ -62,7 +84,7 @@ def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
             _scale(max(low, stats.mean - stats.std), low, high),
             _scale(min(high, stats.mean + stats.std), low, high),
         )
-    return Strip(STRIP_WIDTH, STRIP_HEIGHT, points, _scale(stats.mean, low, high), box, low, high)
+    return Strip(STRIP_WIDTH, STRIP_HEIGHT, points, mean_x, box, low, high)
 
 
 COLUMN = 250
