@@ -316,3 +316,23 @@ def test_ui_serves_over_http_and_warns_off_loopback(ui_store: UiStore) -> None:
         server.terminate()
         _, err = server.communicate(timeout=30)
     assert "expdna: warning: binding 0.0.0.0: the page is reachable from other machines" in err
+
+
+def test_a_large_group_is_a_box_plot_not_a_dot_per_run(tmp_path: Path) -> None:
+    from expdna.store import Store
+    from expdna.store.config import StoreConfig
+    from expdna.ui.app import create_app
+    from tests.factories import manifest_of, synthetic_doc
+
+    docs = []
+    for i in range(101):
+        doc = synthetic_doc(i, setup=0)
+        doc["metrics"] = {"loss": 1.0 + i / 100}
+        docs.append(doc)
+    with Store.open(tmp_path / "s") as store:
+        store.record_many([manifest_of(d) for d in docs])
+        prefix = store.runs(limit=1)[0].dna[:12]
+    with TestClient(create_app(StoreConfig(path=tmp_path / "s"))) as client:
+        html = client.get(f"/dna/{prefix}").text
+    assert html.count('<g class="quartiles">') == 2  # the DNA and its family
+    assert '<circle class="dot"' not in html and "101 runs: min, quartiles, max" in html
