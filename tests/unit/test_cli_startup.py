@@ -16,7 +16,7 @@ from expdna.cli import COMMANDS, cli, load_command
 from expdna.store import Store
 from tests.factories import dna, record_docs, synthetic_doc
 
-HEAVY = ("sqlalchemy", "pydantic", "expdna.store.facade", "expdna.manifest.model")
+HEAVY = ("sqlalchemy", "pydantic", "expdna.store.facade", "expdna.manifest.model", "starlette")
 #: What ``expdna twins RUN`` must not load: the manifest model, migrations, the record
 #: pipeline, the collectors and the comparison code are for other commands.
 NOT_FOR_QUERIES = (

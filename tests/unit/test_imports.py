@@ -7,6 +7,7 @@ import sys
 
 HEAVY = ("torch", "ray", "pyarrow", "sqlalchemy", "numpy", "pandas")
 FRAMEWORKS = ("mlflow", "wandb", "lightning", "pytorch_lightning", "transformers", "accelerate")
+HEAVY += ("starlette", "jinja2", "uvicorn")  # the ui extra: only `expdna ui` loads it
 
 
 def test_import_expdna_imports_no_heavy_module() -> None:

@@ -97,6 +97,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "expdna.cli.reindex:reindex_command",
         "Rebuild the whole index (SQLite or PostgreSQL) from the object directory.",
     ),
+    "ui": (
+        "expdna.cli.ui:ui_command",
+        "Serve a read-only web view of the store: runs, DNAs, diffs, the fleet.",
+    ),
 }
 
 

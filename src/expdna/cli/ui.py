@@ -1,0 +1,66 @@
+"""``expdna ui``: serve the read-only web view (:mod:`expdna.ui`) with uvicorn."""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import threading
+import webbrowser
+
+import click
+
+from expdna.cli.store import StoreConfig, pass_config
+from expdna.errors import InvalidInputError
+
+#: What the ``ui`` extra installs; checked before anything imports them.
+NEEDS = ("starlette", "jinja2", "uvicorn")
+
+
+def missing_modules() -> list[str]:
+    return [name for name in NEEDS if importlib.util.find_spec(name) is None]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("ui")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=5310, show_default=True, help="Port."
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@pass_config
+def ui_command(config: StoreConfig, host: str, port: int, open_browser: bool) -> None:
+    """Serve a read-only web view of the store: runs, DNAs, diffs, the fleet.
+
+    Needs the ui extra (pip install 'expdna[ui]'). Binds 127.0.0.1 unless --host says
+    otherwise. No page or API call writes to the store.
+    """
+    missing = missing_modules()
+    if missing:
+        raise InvalidInputError(
+            f"expdna ui needs the ui extra ({', '.join(missing)} not installed): "
+            "pip install 'expdna[ui]'"
+        )
+    import uvicorn
+
+    from expdna.ui.app import create_app
+
+    app = create_app(config)  # opens the store read-only: a missing store is exit 2 here
+    if not is_loopback(host):
+        click.echo(
+            f"expdna: warning: binding {host}: the page is reachable from other machines "
+            "and has no login; every recorded manifest is readable there",
+            err=True,
+        )
+    url = f"http://{'localhost' if host in ('127.0.0.1', '::1') else host}:{port}/"
+    click.echo(f"expdna ui: serving {app.state.store.root} (read-only) at {url}", err=True)
+    if open_browser:  # once the server is listening, which uvicorn.run does next
+        threading.Timer(1.0, webbrowser.open, [url]).start()
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)

@@ -1,0 +1,187 @@
+"""The HTML pages, one function each; each renders one template from the CLI's answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from expdna.errors import InvalidInputError, NotFoundError
+from expdna.store import queries
+from expdna.store.facade import Store
+from expdna.ui import reads
+from expdna.ui.app import render
+from expdna.ui.params import any_given, find_filters, runs_query, text, whole
+from expdna.ui.svg import lineage_graph, strip
+
+#: Lines and characters of a patch shown on a run's page, so a page stays under 200 KB;
+#: the whole patch is in the stored manifest (/api/runs/RUN/manifest and its patch object).
+MAX_PATCH_LINES = 1500
+MAX_PATCH_CHARS = 100_000
+#: Most runs a table of runs lists on one page (about 110 KB of HTML).
+MAX_ROWS = 200
+#: Runs of a family listed on a DNA page (the count is always whole).
+MAX_FAMILY = MAX_ROWS
+#: Twins offered as "compare with" links on a run's page.
+COMPARE_LINKS = 5
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def runs_page(request: Request) -> Response:
+    asked = runs_query(request.query_params, most=MAX_ROWS)
+    store = _store(request)
+    with store.index.read() as conn:
+        page = reads.runs_page(
+            conn,
+            dna_prefix=asked.dna_prefix,
+            filters=asked.filters,
+            since=asked.since,
+            until=asked.until,
+            page=asked.page,
+            per_page=asked.limit,
+        )
+    return render(request, "runs.html", {"asked": asked, "result": page})
+
+
+def _patch_lines(text: str) -> tuple[list[tuple[str, str]], int]:
+    """(css class, line) of a patch, at most :data:`MAX_PATCH_LINES`; and the line count."""
+    lines = text.splitlines()
+    shown = []
+    budget = MAX_PATCH_CHARS
+    for line in lines[:MAX_PATCH_LINES]:
+        budget -= len(line) + 1
+        if budget < 0:
+            break
+        if line.startswith(("+++", "---", "diff ", "index ")):
+            kind = "meta"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        shown.append((kind, line))
+    return shown, len(lines)
+
+
+def run_page(request: Request) -> Response:
+    store = _store(request)
+    record = store.get(request.path_params["ref"])
+    doc = store.show(record.run_id, inline=True)
+    patches: dict[str, Any] = {}
+    code = doc.get("code")
+    if isinstance(code, dict):
+        for repo, state in code.items():
+            patch = state.get("patch") if isinstance(state, dict) else None
+            if isinstance(patch, dict) and isinstance(patch.get("text"), str):
+                patches[repo] = _patch_lines(patch.pop("text"))
+    data = doc.get("data")
+    datasets = data.get("datasets") if isinstance(data, dict) else None
+    with store.index.read() as conn:
+        pins = reads.run_pins(conn, record.run_id)
+        twins = [
+            t
+            for t in queries.select_runs(conn, dna=record.dna, limit=COMPARE_LINKS + 1)
+            if t.run_id != record.run_id
+        ][:COMPARE_LINKS]
+    context = {
+        "record": record,
+        "rows": reads.tree({k: v for k, v in doc.items() if k != "dna"}),
+        "patches": patches,
+        "datasets": datasets if isinstance(datasets, list) else [],
+        "pins": pins,
+        "lineage": store.lineage(record.run_id),
+        "metrics": store.metrics(record.run_id),
+        "twins": twins,
+    }
+    return render(request, "run.html", context)
+
+
+def dna_page(request: Request) -> Response:
+    from expdna.store.stability import stability
+
+    store = _store(request)
+    dna = store.resolve_dna(request.path_params["prefix"])
+    with store.index.read() as conn:
+        twins = queries.select_runs(conn, dna=dna)
+        family = twins[0].family if twins else None
+        relatives = queries.select_runs(conn, family=family, limit=MAX_FAMILY) if family else []
+        family_count = reads.count_runs(conn, family=family) if family else 0
+    groups = []
+    for title, across in (("This DNA", False), ("Across seeds (family)", True)):
+        if across and family is None:
+            continue
+        report = stability(store, dna, across_seeds=across)
+        with store.index.read() as conn:
+            values = reads.metric_values(conn, report.runs)
+        plots = {name: strip(values.get(name, []), s) for name, s in report.metrics.items()}
+        groups.append((title, report, plots))
+    context = {
+        "dna": dna,
+        "twins": twins,
+        "family": family,
+        "relatives": relatives,
+        "family_count": family_count,
+        "groups": groups,
+    }
+    return render(request, "dna.html", context)
+
+
+def diff_page(request: Request) -> Response:
+    from expdna.compare.diff import diff_manifests
+
+    a, b = text(request.query_params, "a"), text(request.query_params, "b")
+    if a is None and b is None:
+        return render(request, "diff.html", {"a": "", "b": "", "report": None})
+    if a is None or b is None:
+        raise InvalidInputError("give two runs to compare: a=RUN and b=RUN")
+    store = _store(request)
+    report = diff_manifests(store.load(a), store.load(b))
+    return render(request, "diff.html", {"a": a, "b": b, "report": report.to_dict()})
+
+
+def find_page(request: Request) -> Response:
+    filters, given = find_filters(request.query_params)
+    store = _store(request)
+    if not any_given(given):
+        with store.index.read() as conn:
+            counts = reads.fleet(conn)
+        return render(request, "fleet.html", {"fleet": reads.FLEET, "counts": counts})
+    limit = whole(request.query_params, "limit", MAX_ROWS, high=MAX_ROWS)
+    runs = store.find(*filters, limit=limit + 1)
+    context = {"given": given, "runs": runs[:limit], "more": len(runs) > limit, "limit": limit}
+    return render(request, "find.html", context)
+
+
+def checkpoint_page(request: Request) -> Response:
+    target = request.path_params["target"]
+    store = _store(request)
+    with store.index.read() as conn:
+        found = reads.checkpoint(conn, target)
+    if not found:
+        raise NotFoundError(f"not found: no recorded run pinned {target!r}")
+    return render(request, "checkpoint.html", {"target": target, "pins": found})
+
+
+def lineage_page(request: Request) -> Response:
+    report = _store(request).lineage(request.path_params["ref"])
+    return render(request, "lineage.html", {"report": report, "graph": lineage_graph(report)})
+
+
+routes = [
+    Route("/", runs_page, methods=["GET"]),
+    Route("/runs/{ref}", run_page, methods=["GET"]),
+    Route("/dna/{prefix}", dna_page, methods=["GET"]),
+    Route("/diff", diff_page, methods=["GET"]),
+    Route("/find", find_page, methods=["GET"]),
+    Route("/checkpoints/{target:path}", checkpoint_page, methods=["GET"]),
+    Route("/lineage/{ref}", lineage_page, methods=["GET"]),
+]

@@ -1,0 +1,160 @@
+"""Geometry for the two small pictures: a strip plot per metric and a lineage graph.
+
+Only numbers and the runs' own ids leave here; the templates write the ``<svg>`` elements,
+so every label is escaped like any other value and no markup is built from data.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from expdna.store.entities import LineageEdge, LineageReport
+from expdna.store.stability import MetricStats
+
+STRIP_WIDTH = 360
+STRIP_HEIGHT = 36
+_PAD = 10
+_SPREAD = (0, -6, 6, -12, 12)
+#: Most runs drawn one dot each.
+MAX_DOTS = 100
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    title: str
+
+
+@dataclass(frozen=True)
+class Quartiles:
+    """A box plot's x positions: whiskers at min and max, the box from Q1 to Q3."""
+
+    low: float
+    q1: float
+    median: float
+    q3: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Strip:
+    """One metric's runs as dots on a line, with the mean and the mean ± std as a box; past
+    :data:`MAX_DOTS` runs a box plot of quartiles instead (``points`` empty), so a page on a
+    large family stays small."""
+
+    width: int
+    height: int
+    points: list[Point]
+    mean_x: float
+    box: tuple[float, float] | None
+    low: float
+    high: float
+    quartiles: Quartiles | None = None
+
+
+def _scale(value: float, low: float, high: float) -> float:
+    if high == low:
+        return STRIP_WIDTH / 2
+    return round(_PAD + (value - low) / (high - low) * (STRIP_WIDTH - 2 * _PAD), 2)
+
+
+def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
+    """The strip plot of ``(run id, value)`` pairs; dots of equal values are spread apart."""
+    low, high = stats.min, stats.max
+    mean_x = _scale(stats.mean, low, high)
+    if len(values) > MAX_DOTS:
+        q1, median, q3 = statistics.quantiles([v for _, v in values], n=4)
+        quartiles = Quartiles(*(_scale(v, low, high) for v in (low, q1, median, q3, high)))
+        return Strip(STRIP_WIDTH, STRIP_HEIGHT, [], mean_x, None, low, high, quartiles)
+    seen: dict[float, int] = {}
+    points = []
+    for run_id, value in values:
+        x = _scale(value, low, high)
+        k = seen.get(x, 0)
+        seen[x] = k + 1
+        # Repeats of one x move off the line, alternating above and below it.
+        y = STRIP_HEIGHT / 2 + _SPREAD[k % len(_SPREAD)]
+        points.append(Point(x, y, f"{run_id}: {value:.6g}"))
+    box = None
+    if stats.std is not None:
+        box = (
+            _scale(max(low, stats.mean - stats.std), low, high),
+            _scale(min(high, stats.mean + stats.std), low, high),
+        )
+    return Strip(STRIP_WIDTH, STRIP_HEIGHT, points, mean_x, box, low, high)
+
+
+COLUMN = 250
+ROW = 46
+NODE_W = 220
+NODE_H = 30
+
+
+@dataclass(frozen=True)
+class Node:
+    run_id: str
+    x: float
+    y: float
+    recorded: bool
+    centre: bool
+
+
+@dataclass(frozen=True)
+class Edge:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    relation: str
+
+
+@dataclass(frozen=True)
+class Graph:
+    width: int
+    height: int
+    nodes: list[Node]
+    edges: list[Edge]
+    node_w: int = NODE_W
+    node_h: int = NODE_H
+
+
+def lineage_graph(report: LineageReport) -> Graph:
+    """Ancestors to the left of the run, one column per depth; descendants to the right."""
+    column: dict[str, int] = {report.run_id: 0}
+    recorded: dict[str, bool] = {report.run_id: report.dna is not None}
+    edges: Sequence[LineageEdge] = (*report.ancestors, *report.descendants)
+    for edge in edges:
+        step = -edge.depth if edge.direction == "ancestor" else edge.depth
+        column.setdefault(edge.run_id, step)
+        recorded.setdefault(edge.run_id, edge.dna is not None)
+    lowest = min(column.values())
+    rows: dict[int, int] = {}
+    place: dict[str, tuple[float, float]] = {}
+    for run_id in sorted(column, key=lambda r: (column[r], r)):
+        c = column[run_id] - lowest
+        r = rows.get(c, 0)
+        rows[c] = r + 1
+        place[run_id] = (_PAD + c * COLUMN, _PAD + r * ROW)
+    nodes = [
+        Node(run_id, x, y, recorded[run_id], run_id == report.run_id)
+        for run_id, (x, y) in place.items()
+    ]
+    lines = []
+    drawn: set[tuple[str, str, str]] = set()
+    for edge in edges:
+        key = (edge.parent, edge.child, edge.relation)
+        if key in drawn or edge.parent not in place or edge.child not in place:
+            continue
+        drawn.add(key)
+        (px, py), (cx, cy) = place[edge.parent], place[edge.child]
+        lines.append(
+            Edge(px + NODE_W, py + NODE_H / 2, cx, cy + NODE_H / 2, edge.relation)
+            if cx > px
+            else Edge(px, py + NODE_H / 2, cx + NODE_W, cy + NODE_H / 2, edge.relation)
+        )
+    width = _PAD * 2 + (max(column.values()) - lowest) * COLUMN + NODE_W
+    height = _PAD * 2 + (max(rows.values()) - 1) * ROW + NODE_H
+    return Graph(int(width), int(height), nodes, lines)
