@@ -101,8 +101,29 @@ def run_page(request: Request) -> Response:
         "lineage": store.lineage(record.run_id),
         "metrics": store.metrics(record.run_id),
         "twins": twins,
+        "trackers": _trackers(doc.get("tracking")),
     }
     return render(request, "run.html", context)
+
+
+def _trackers(tracking: Any) -> list[dict[str, str | None]]:
+    """The MLflow / W&B runs this run is tied to (``tracking``, written by the integrations):
+    name, run id, where it lives, and an MLflow UI link when the tracking server is HTTP."""
+    if not isinstance(tracking, dict):
+        return []
+    found = []
+    for name, info in sorted(tracking.items()):
+        if not isinstance(info, dict) or not isinstance(info.get("run_id"), str):
+            continue
+        where = info.get("tracking_uri") or info.get("project")
+        where = where if isinstance(where, str) else None
+        link = None
+        experiment = info.get("experiment_id")
+        http = where is not None and where.startswith(("http://", "https://"))
+        if name == "mlflow" and where is not None and http and isinstance(experiment, str):
+            link = f"{where.rstrip('/')}/#/experiments/{experiment}/runs/{info['run_id']}"
+        found.append({"name": name, "run_id": info["run_id"], "where": where, "link": link})
+    return found
 
 
 def dna_page(request: Request) -> Response:

@@ -336,3 +336,31 @@ def test_a_large_group_is_a_box_plot_not_a_dot_per_run(tmp_path: Path) -> None:
         html = client.get(f"/dna/{prefix}").text
     assert html.count('<g class="quartiles">') == 2  # the DNA and its family
     assert '<circle class="dot"' not in html and "101 runs: min, quartiles, max" in html
+
+
+def test_run_page_names_the_mlflow_and_wandb_runs_and_links_only_an_http_server(
+    tmp_path: Path,
+) -> None:
+    from expdna.store import Store
+    from expdna.store.config import StoreConfig
+    from expdna.ui.app import create_app
+    from tests.factories import manifest_of, synthetic_doc
+
+    tied = synthetic_doc(1)
+    tied["tracking"] = {
+        "mlflow": {"run_id": "abc123", "experiment_id": "7", "tracking_uri": "http://mlf:5000/"},
+        "wandb": {"run_id": "w1x2y3z4", "project": "vit"},
+    }
+    hostile = synthetic_doc(2)
+    hostile["tracking"] = {
+        "mlflow": {"run_id": "r9", "experiment_id": "1", "tracking_uri": "javascript:alert(1)"},
+    }
+    with Store.open(tmp_path / "s") as store:
+        results = store.record_many([manifest_of(tied), manifest_of(hostile)])
+    ids = [r.run_id for r in results]
+    with TestClient(create_app(StoreConfig(path=tmp_path / "s"))) as client:
+        page = client.get(f"/runs/{ids[0]}").text
+        other = client.get(f"/runs/{ids[1]}").text
+    assert '<a href="http://mlf:5000/#/experiments/7/runs/abc123">abc123</a>' in page
+    assert "w1x2y3z4 (vit)" in page
+    assert "r9 (javascript:alert(1))" in other and 'href="javascript:' not in other
