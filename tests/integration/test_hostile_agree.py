@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,11 @@ import pytest
 from expdna.manifest.io import write_manifest
 from tests.factories import EXPDNA, invoke, run, synthetic
 
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# Tests run as root, whom permissions do not stop: this drops root's override of them
+# (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) for the command, which still reaches a venv under
+# /root, as a user would reach their own. Files it must not read belong to another user.
+NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+OTHER_USER = 65534
 
 
 @pytest.fixture(scope="module")
@@ -104,44 +105,31 @@ def test_rerun_and_data_verify_take_a_run_id(store: Path, tmp_path: Path) -> Non
     assert unknown.exit_code == 1 and "no recorded run" in unknown.stderr
 
 
-@pytest.fixture
-def shared_tmp() -> Iterator[Path]:
-    """A directory nobody can reach (pytest's own tmp_path is root's alone)."""
-    path = Path(tempfile.mkdtemp(prefix="expdna-hostile-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path)
-
-
-def as_nobody(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def without_override(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "EXPDNA_INDEX_URL"}
     env["EXPDNA_STORE"] = str(cwd / "store")
     env["HOME"] = str(cwd)
     env["XDG_CACHE_HOME"] = str(cwd / "cache")
     return subprocess.run(
-        [*NOBODY, EXPDNA, *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd
+        [*NO_OVERRIDE, EXPDNA, *args], capture_output=True, text=True, timeout=60, env=env, cwd=cwd
     )
 
 
-def test_unreadable_and_unwritable_paths_are_one_line(shared_tmp: Path) -> None:
-    probe = as_nobody("--version", cwd=shared_tmp)
-    if probe.returncode != 0:
-        pytest.skip(f"user nobody cannot run {EXPDNA}: {probe.stderr.strip()}")
-    shared_tmp.chmod(0o777)
+def test_unreadable_and_unwritable_paths_are_one_line(tmp_path: Path) -> None:
+    shared_tmp = tmp_path
     locked = shared_tmp / "locked"
     locked.mkdir(mode=0o555)
-    done = as_nobody("generate", "--output", str(locked / "m.json"), cwd=shared_tmp)
+    done = without_override("generate", "--output", str(locked / "m.json"), cwd=shared_tmp)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"expdna: error: {locked / 'm.json'}: cannot write: Permission denied"
     ]
     secret = write_manifest(synthetic(3), shared_tmp / "secret.json")
     secret.chmod(0o600)
+    os.chown(secret, OTHER_USER, OTHER_USER)
     readable = write_manifest(synthetic(4), shared_tmp / "readable.json")
     readable.chmod(0o644)
-    done = as_nobody("record", str(secret), str(readable), cwd=shared_tmp)
+    done = without_override("record", str(secret), str(readable), cwd=shared_tmp)
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"expdna: error: {secret}: cannot read: Permission denied"]
     assert done.stdout.splitlines()[-1] == "recorded 1, skipped 0, failed 1"
