@@ -262,3 +262,28 @@ def test_preparing_in_worker_processes_rebuilds_the_same_index(
     report = module.reindex(StoreConfig.resolve(root))
     assert report.ok and report.runs == 16, report.problems
     assert answers(root, ids) == before
+
+
+def test_adopted_manifests_keep_their_patch_and_config_texts(tmp_path: Path) -> None:
+    from expdna.digest.hashing import hex_of
+    from expdna.digest.refs import ref
+
+    text = "optimizer:\n  lr: 0.1\n"
+    doc = synthetic(0).to_dict()
+    doc.pop("dna")
+    doc["config"]["config_files"] = {"exp.yaml": ref(hex_of(text.encode()))}
+    doc["config"]["config_file_details"] = {
+        "exp.yaml": {"digest": ref(hex_of(text.encode())), "size": len(text), "text": text}
+    }
+    root = tmp_path / "store"
+    with Store.open(root) as store:
+        run_id = store.record(manifest_of(doc)).run_id
+        inline = store.show(run_id, inline=True)
+    shutil.rmtree(root / "objects" / "log")  # as a store written before the log existed
+    (root / SQLITE_NAME).unlink()
+    assert cli(root, "reindex").exit_code == 0
+    assert cli(root, "gc", "--grace", "0").exit_code == 0  # nothing referenced may go
+    with Store.open(root) as store:
+        assert store.show(run_id, inline=True) == inline
+        assert store.fsck().ok
+    assert inline["config"]["config_file_details"]["exp.yaml"]["text"] == text

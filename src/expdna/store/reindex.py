@@ -35,7 +35,6 @@ from typing import Any
 from sqlalchemy import Connection, event, text
 
 from expdna.digest import hex_of
-from expdna.digest.refs import ref_hex
 from expdna.errors import ExpdnaError
 from expdna.filesystems import DEFAULT_MOUNTS
 from expdna.store import identity
@@ -50,7 +49,7 @@ from expdna.store.index.models import Base
 from expdna.store.logged import appliers
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.log import LogEntry, StoreLog
-from expdna.store.record.prepare import BlobData, Prepared, prepare_doc
+from expdna.store.record.prepare import BlobData, Prepared, prepare_doc, references
 from expdna.store.record.sections import SectionMemo
 from expdna.store.record.write import write_batch
 
@@ -77,20 +76,7 @@ def _fast_sqlite(dbapi_connection: Any, _record: Any) -> None:
 
 def _manifest_refs(doc: dict[str, Any]) -> dict[str, str]:
     """Digests a stored manifest references (its patches, listings, package list) -> kind."""
-    found: dict[str, str] = {}
-    for repo in (doc.get("code") or {}).values():
-        patch = repo.get("patch") if isinstance(repo, dict) else None
-        digest = patch.get("digest") if isinstance(patch, dict) else None
-        if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
-            found[hex_digest] = "patch"
-    for dataset in (doc.get("data") or {}).get("datasets") or []:
-        digest = dataset.get("digest") if isinstance(dataset, dict) else None
-        if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
-            found[hex_digest] = "listing"
-    packages = (doc.get("environment") or {}).get("packages_digest")
-    if isinstance(packages, str) and (hex_digest := ref_hex(packages)) is not None:
-        found[hex_digest] = "packages"
-    return found
+    return references(doc, patches=True)
 
 
 def _prepare_one(

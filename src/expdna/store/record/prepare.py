@@ -24,7 +24,12 @@ from expdna.store.errors import DnaMismatchError
 from expdna.store.record.factsets import FactSet, partition
 from expdna.store.record.flatten import flatten
 from expdna.store.record.sections import SectionMemo, assemble, split, to_json
-from expdna.store.record.storeform import move_patches, to_store_form
+from expdna.store.record.storeform import (
+    move_patches,
+    moved_config_texts,
+    moved_patches,
+    to_store_form,
+)
 
 
 @dataclass(frozen=True)
@@ -237,9 +242,12 @@ def _refuse_nul(form: _Form, where: str) -> None:
             )
 
 
-def _references(doc: dict[str, Any]) -> dict[str, str]:
-    """Digest references a caller may supply blobs for: 64 hex -> blob kind."""
+def references(doc: dict[str, Any], *, patches: bool = False) -> dict[str, str]:
+    """Digest references a caller may supply blobs for: 64 hex -> blob kind; with
+    ``patches``, also the patch and config texts a stored manifest references (``reindex``)."""
     found: dict[str, str] = {}
+    for text_digest in (moved_patches(doc) + moved_config_texts(doc)) if patches else ():
+        found[text_digest] = "patch"  # config texts are stored as patches are
     for dataset in (doc.get("data") or {}).get("datasets") or []:
         digest = dataset.get("digest") if isinstance(dataset, dict) else None
         if isinstance(digest, str) and (hex_digest := ref_hex(digest)) is not None:
@@ -287,15 +295,15 @@ def prepare_doc(
     generated_at = parse_time(str(doc.get("generated_at")), f"{where}: generated_at")
     blobs = [BlobData(form.digest, form.data, "manifest")]
     blobs += [BlobData(digest, data, "patch") for digest, data in form.patches.items()]
-    references = _references(doc)
+    refs = references(doc)
     for data in attachments:
         digest = hex_of(data)
-        if digest not in references:
+        if digest not in refs:
             raise InvalidInputError(
                 f"{where}: attached blob {ref(digest)} is not referenced by the manifest "
                 "(data.datasets[].digest or environment.packages_digest)"
             )
-        blobs.append(BlobData(digest, data, references[digest]))
+        blobs.append(BlobData(digest, data, refs[digest]))
     dna = form.doc["dna"]
     row: dict[str, Any] = {
         "run_id": run_id,
