@@ -191,3 +191,20 @@ def test_an_index_behind_that_cannot_be_written_says_so(read_only_copy: Path) ->
     assert done.returncode == 2, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "read-only" in lines[0] and "db upgrade" in lines[0], lines
+
+
+def test_gc_creates_no_store_and_removes_nothing_without_its_index(tmp_path: Path) -> None:
+    mistyped = tmp_path / "nonexistent" / "store"
+    done = run(mistyped, "gc")
+    assert done.returncode == 2 and done.stderr == f"expdna: error: no store at {mistyped}\n"
+    assert not (tmp_path / "nonexistent").exists()
+    store = tmp_path / "store"
+    assert (
+        run(store, "record", str(write_manifest(synthetic(0), tmp_path / "m.json"))).returncode == 0
+    )
+    before = {p for p in (store / "objects").rglob("*") if p.is_file()}
+    (store / "index.sqlite").unlink()
+    done = run(store, "gc", "--grace", "0")
+    assert done.returncode == 1 and "expdna reindex" in done.stderr, done.stderr
+    assert {p for p in (store / "objects").rglob("*") if p.is_file()} == before
+    assert not (store / "index.sqlite").exists()

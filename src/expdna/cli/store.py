@@ -103,7 +103,12 @@ def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None
 )
 @pass_config
 def gc_command(config: StoreConfig, dry_run: bool, grace_s: float, as_json: bool) -> None:
-    """Remove objects that no recorded run references, and stray temporary files."""
+    """Remove objects that no recorded run references, and stray temporary files.
+
+    A missing store is exit 2 (gc creates none); a store whose index is lost is exit 1,
+    naming `expdna reindex`: gc removes nothing until the index is rebuilt.
+    """
+    _refuse_without_sqlite_index(config)
     with open_store(config) as store:
         report = store.gc(dry_run=dry_run, grace_s=grace_s)
     if as_json:
@@ -126,4 +131,21 @@ def gc_command(config: StoreConfig, dry_run: bool, grace_s: float, as_json: bool
     click.echo(
         f"{verb} {len(report.removed)} objects ({report.removed_bytes} bytes) and "
         f"{len(report.temp_files)} temporary files{young}"
+    )
+
+
+def _refuse_without_sqlite_index(config: StoreConfig) -> None:
+    """Before opening (which would create an empty index): a store's SQLite index is there."""
+    from expdna.store import SQLITE_NAME
+    from expdna.store.drift import REINDEX
+    from expdna.store.errors import IndexLostError, StoreError
+
+    if config.index_url is not None or (config.root / SQLITE_NAME).is_file():
+        return
+    objects = config.root / "objects"
+    if not objects.is_dir():
+        raise StoreError(f"no store at {config.root}")
+    raise IndexLostError(
+        f"gc removes nothing: index {config.root / SQLITE_NAME} is missing, but object "
+        f"directory {objects} is there; {REINDEX}"
     )
