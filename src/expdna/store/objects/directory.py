@@ -97,7 +97,7 @@ class ObjectDir:
         digests: list[str] = []
         pending: list[_Pending] = []
         seen: set[str] = set()
-        try:
+        with _discarded_on_error(pending):
             for data in blobs:
                 digest = hex_of(data)
                 digests.append(digest)
@@ -117,11 +117,6 @@ class ObjectDir:
                 pending.append(_Pending(self._write_temp(fan, digest, data), final))
             if pending:
                 self._commit(pending)
-        except BaseException:
-            for item in pending:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(item.temp)
-            raise
         return digests
 
     def _write_temp(self, directory: str, digest: str, data: bytes) -> str:
@@ -218,18 +213,12 @@ class ObjectDir:
         """Write ``blobs`` even where an object of that name exists: repairs a missing or
         corrupt object (the new file is renamed over the old one)."""
         pending: list[_Pending] = []
-        try:
-            for data in {hex_of(b): b for b in blobs}.items():
-                digest, raw = data
+        with _discarded_on_error(pending):
+            for digest, raw in {hex_of(b): b for b in blobs}.items():
                 fan = os.path.join(self.root, digest[:2])
                 pending.append(_Pending(self._write_temp(fan, digest, raw), self._final(digest)))
             if pending:
                 self._commit(pending)
-        except BaseException:
-            for item in pending:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(item.temp)
-            raise
 
     def _final(self, digest: str) -> str:
         return os.path.join(self.root, digest[:2], digest[2:])
@@ -259,3 +248,15 @@ class ObjectDir:
         """Delete one object (gc only). A read-only file is removable: the directory decides."""
         with contextlib.suppress(FileNotFoundError):
             self.path(digest).unlink()
+
+
+@contextlib.contextmanager
+def _discarded_on_error(pending: list[_Pending]) -> Iterator[None]:
+    """On any error (Ctrl-C included), remove the temporary files of ``pending`` so far."""
+    try:
+        yield
+    except BaseException:
+        for item in pending:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(item.temp)
+        raise
