@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from expdna.integrations.recording import guarded
-from expdna.integrations.trackers import Link, push, summary, with_links
+from expdna.integrations.trackers import Link, log_to, summary
 from expdna.manifest.io import fit_to_cap
 from expdna.manifest.model import Manifest
 
@@ -69,30 +68,16 @@ def log(handle: RunHandle | None, run_id: str | None = None) -> str | None:
     with the manifest next time the hook writes it). Returns the MLflow run id, or
     ``None`` with a warning when there is no run to tie to or MLflow failed; never raises.
     """
-    if handle is None or handle.manifest is None:
-        return None
-    try:
+
+    def find() -> Link | None:
+        if run_id is None:
+            return active_link()
         import mlflow
 
-        if run_id is None:
-            link = active_link()
-        else:
-            found = mlflow.get_run(run_id)
-            link = _link(run_id, found.info.experiment_id, mlflow.get_tracking_uri())
-        if link is None:
-            handle._warn("mlflow.log: no active MLflow run and no run_id given")
-            return None
-        handle.links["mlflow"] = link
-        handle.manifest = with_links(handle.manifest, handle.links)
-    except Exception as exc:  # an MLflow failure must not reach the training code
-        handle._warn(f"mlflow.log: {type(exc).__name__}: {exc}")
-        return None
-    manifest = handle.manifest
-    _, warning = guarded("telling mlflow", lambda: push(link, manifest), handle.deadline_s)
-    if warning:
-        handle._warn(warning)
-        return None
-    return str(link.info["run_id"])
+        found = mlflow.get_run(run_id)
+        return _link(run_id, found.info.experiment_id, mlflow.get_tracking_uri())
+
+    return log_to(handle, "mlflow", find, "no active MLflow run and no run_id given")
 
 
 __all__ = ["ARTIFACT", "active_link", "log", "summary", "tags"]

@@ -15,12 +15,15 @@ import logging
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expdna.integrations.recording import guarded
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.family import family_of
 from expdna.manifest.model import Manifest
+
+if TYPE_CHECKING:
+    from expdna.integrations.hook import RunHandle
 
 log = logging.getLogger(__name__)
 
@@ -111,3 +114,32 @@ def tell(links: Mapping[str, Link], manifest: Manifest, deadline_s: float) -> li
         if warning:
             found.append(warning)
     return found
+
+
+def log_to(
+    handle: RunHandle | None, name: str, find: Callable[[], Link | None], missing: str
+) -> str | None:
+    """Tie ``handle``'s run to the tracker run ``find`` returns, now, and tell that run.
+
+    The explicit form of what the hook does at each write (``expdna.integrations.mlflow.log``,
+    ``...wandb.log``): returns the tracker run id, or ``None`` with a warning when there is no
+    run to tie to or the tracker failed; never raises.
+    """
+    if handle is None or handle.manifest is None:
+        return None
+    try:
+        link = find()
+        if link is None:
+            handle._warn(f"{name}.log: {missing}")
+            return None
+        handle.links[name] = link
+        handle.manifest = with_links(handle.manifest, handle.links)
+    except Exception as exc:  # a tracker's failure must not reach the training code
+        handle._warn(f"{name}.log: {type(exc).__name__}: {exc}")
+        return None
+    manifest = handle.manifest
+    _, warning = guarded(f"telling {name}", lambda: push(link, manifest), handle.deadline_s)
+    if warning:
+        handle._warn(warning)
+        return None
+    return str(link.info["run_id"])

@@ -16,8 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from expdna.integrations.recording import guarded
-from expdna.integrations.trackers import Link, push, with_links
+from expdna.integrations.trackers import Link, log_to
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import Manifest
 
@@ -54,24 +53,12 @@ def log(handle: RunHandle | None, run: Any = None) -> str | None:
     the manifest next time the hook writes it). Returns the W&B run id, or ``None`` with a
     warning when there is no run or W&B failed; never raises.
     """
-    if handle is None or handle.manifest is None:
-        return None
-    try:
-        link = _link(run) if run is not None else active_link()
-        if link is None:
-            handle._warn("wandb.log: no active W&B run and no run given")
-            return None
-        handle.links["wandb"] = link
-        handle.manifest = with_links(handle.manifest, handle.links)
-    except Exception as exc:  # a W&B failure must not reach the training code
-        handle._warn(f"wandb.log: {type(exc).__name__}: {exc}")
-        return None
-    manifest = handle.manifest
-    _, warning = guarded("telling wandb", lambda: push(link, manifest), handle.deadline_s)
-    if warning:
-        handle._warn(warning)
-        return None
-    return str(link.info["run_id"])
+    return log_to(
+        handle,
+        "wandb",
+        lambda: _link(run) if run is not None else active_link(),
+        "no active W&B run and no run given",
+    )
 
 
 __all__ = ["CONFIG_KEY", "FILE", "active_link", "log"]
