@@ -9,6 +9,7 @@ import math
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,22 +123,23 @@ def parse_json(data: bytes, source: str) -> dict[str, Any]:
     return doc
 
 
-def _lone_surrogate(doc: dict[str, Any]) -> str | None:
-    """The dotted path of the first key or string holding a lone surrogate, or None."""
+def first_string_path(doc: dict[str, Any], bad: Callable[[str], bool]) -> str | None:
+    """The dotted path of the first key or string of ``doc`` that is ``bad``, or None."""
     stack: list[tuple[str, Any]] = [("", doc)]
     while stack:
         path, node = stack.pop()
         items = node.items() if type(node) is dict else enumerate(node)
         for key, value in items:
             here = f"{path}.{key}" if path else str(key)
-            if type(key) is str and _SURROGATE.search(key):
+            if (type(key) is str and bad(key)) or (type(value) is str and bad(value)):
                 return here
-            if type(value) is str:
-                if _SURROGATE.search(value):
-                    return here
-            elif type(value) is dict or type(value) is list:
+            if type(value) is dict or type(value) is list:
                 stack.append((here, value))
     return None
+
+
+def _lone_surrogate(doc: dict[str, Any]) -> str | None:
+    return first_string_path(doc, lambda text: _SURROGATE.search(text) is not None)
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -16,6 +16,7 @@ from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
 from expdna.manifest.dna import DNA_VERSION, DNA_VERSIONS, compute_dna, short, stored_version
 from expdna.manifest.family import family_of
+from expdna.manifest.io import first_string_path
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Manifest
 from expdna.manifest.runid import RUN_ID
@@ -215,17 +216,8 @@ def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, s
 
 def _nul_path(doc: dict[str, Any]) -> str | None:
     """The dotted path of the first key or string holding a NUL character, or None."""
-    stack: list[tuple[str, Any]] = [("", doc)]
-    while stack:
-        path, node = stack.pop()
-        items = node.items() if type(node) is dict else enumerate(node)
-        for key, value in items:
-            here = f"{path}.{key}" if path else str(key)
-            if (type(key) is str and "\x00" in key) or (type(value) is str and "\x00" in value):
-                return here.replace("\x00", "\\x00")
-            if type(value) is dict or type(value) is list:
-                stack.append((here, value))
-    return None
+    path = first_string_path(doc, lambda text: "\x00" in text)
+    return None if path is None else path.replace("\x00", "\\x00")
 
 
 def _refuse_nul(form: _Form, where: str) -> None:
