@@ -35,6 +35,7 @@ from expdna.store.errors import CorruptObjectError, IndexLostError, MissingObjec
 from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Blob, Run, RunBlob
+from expdna.store.objects.directory import TRASH as TRASH
 from expdna.store.objects.interface import LogStore, ObjectStore
 
 log = logging.getLogger(__name__)
