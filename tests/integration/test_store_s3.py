@@ -239,3 +239,20 @@ def test_the_hook_records_into_a_bucket_and_generate_keeps_no_credential(
     for secret in (s3_env["AWS_SECRET_ACCESS_KEY"], s3_env["AWS_ACCESS_KEY_ID"]):
         assert secret not in manifest_text
         assert secret not in shown.stdout
+
+
+@pytest.mark.filterwarnings("ignore:Using `httpx`")
+def test_the_web_view_reads_a_store_in_a_bucket(s3_env: dict[str, str], s3_url: str) -> None:
+    from starlette.testclient import TestClient
+
+    from expdna.store.config import StoreConfig
+    from expdna.ui.app import create_app
+
+    first, second = synthetic(11), synthetic(12)
+    with Store.open(s3_url) as store:
+        store.record_many([first, second])
+    with TestClient(create_app(StoreConfig.resolve(s3_url))) as client:
+        runs = client.get("/")
+        assert runs.status_code == 200 and first.run_id in runs.text
+        page = client.get(f"/runs/{first.run_id}")  # the manifest, read from the bucket
+        assert page.status_code == 200 and first.dna.value[:12] in page.text
