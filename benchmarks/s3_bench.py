@@ -7,7 +7,8 @@ measures, for a local directory and for ``s3://bench/<prefix>`` on that server:
 - ``show`` of one run: ``Store.show`` on an open store (the store's own work: one index
   lookup, one verified GET), median of repeats, and the ``expdna show`` command's wall time;
 - the training hook: ``expdna.start()`` + ``add_runtime()`` in a fresh process (the first
-  call, cold: the client library's import included), median of repeats.
+  call, cold: the client library's import included), median of repeats, less the same
+  with no store: what recording into the store adds to a training start.
 
     python benchmarks/s3_bench.py [--runs 2000] [--repeat 5]
 
@@ -46,8 +47,8 @@ _HOOK = """
 import sys, time
 import expdna
 started = time.perf_counter()
-run = expdna.start({"lr": 0.1}, output_dir=sys.argv[2], store=sys.argv[1],
-                   collectors=["config", "git", "python", "packages", "system"])
+run = expdna.start({"lr": 0.1}, output_dir=sys.argv[2], store=sys.argv[1] or None,
+                   collectors=["command", "git", "config", "environment", "system"])
 run.add_runtime()
 print((time.perf_counter() - started) * 1000)
 """
@@ -107,6 +108,8 @@ def main() -> None:
             targets = {"directory": str(work / "store"), "bucket": f"s3://{BUCKET}/bench"}
             manifests = [synthetic(i, setup=i // 4) for i in range(args.runs)]
             rows = []
+            env.pop("EXPDNA_STORE", None)
+            bare_ms = _hook_ms("", args.repeat, env, work)  # the hook recording nowhere
             for name, target in targets.items():
                 rate, run_id = _record(target, manifests, args.batch)
                 with Store.open(target) as store:
@@ -123,16 +126,17 @@ def main() -> None:
                 )
                 hook_target = target if name == "bucket" else str(work / "hookstore")
                 hook_ms = _hook_ms(hook_target, args.repeat, env, work)
-                rows.append((name, rate, show_ms, command_ms, hook_ms))
+                rows.append((name, rate, show_ms, command_ms, hook_ms - bare_ms))
         finally:
             server.stop()
     print(f"{args.runs} runs, batches of {args.batch}, medians of {args.repeat}+ repeats")
+    print(f"hook recording into no store: {bare_ms:.0f} ms (the rows say what a store adds)")
     print(
         f"{'store':<10} {'record runs/s':>14} {'show ms':>9} "
-        f"{'`expdna show` ms':>17} {'hook ms':>9}"
+        f"{'`expdna show` ms':>17} {'hook adds ms':>13}"
     )
     for name, rate, show_ms, command_ms, hook_ms in rows:
-        print(f"{name:<10} {rate:>14.0f} {show_ms:>9.2f} {command_ms:>17.0f} {hook_ms:>9.0f}")
+        print(f"{name:<10} {rate:>14.0f} {show_ms:>9.2f} {command_ms:>17.0f} {hook_ms:>13.0f}")
     bucket = rows[1]
     print(
         f"targets: record >= {RECORD_TARGET:g} runs/s "
