@@ -99,6 +99,7 @@ class S3Objects:
         self._lock = threading.Lock()
         #: False once the server said it does not implement If-None-Match.
         self.conditional = True
+        self._id: str | None = None  # the store id, once read (it never changes)
 
     @property
     def location(self) -> str:
@@ -364,11 +365,14 @@ class S3Objects:
     # -- the store's id and log -------------------------------------------------------
 
     def read_id(self) -> str | None:
+        if self._id is not None:
+            return self._id
         try:
             text = self._get(f"{OBJECTS}/{ID_FILE}").decode("utf-8", "replace").strip()
         except FileNotFoundError:
             return None
-        return text or None
+        self._id = text or None
+        return self._id
 
     def create_id(self) -> str:
         found = self.read_id()
@@ -390,7 +394,8 @@ class S3Objects:
         return self.read_id() is not None or self.holds_objects()
 
     def ensure(self) -> None:
-        self._first_key(f"{OBJECTS}/{LOG_DIR}/")  # one request: the bucket answers, or why not
+        if self._id is None:  # an id read says the bucket answers; else one request says why
+            self._first_key(f"{OBJECTS}/{LOG_DIR}/")
 
     def open_log(self) -> S3Log:
         return S3Log(self)
