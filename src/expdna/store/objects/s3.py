@@ -2,9 +2,10 @@
 
 Keys under ``PREFIX/`` are the paths under a store directory: ``objects/<2 hex>/<62 hex>``
 by BLAKE3 of the raw bytes, ``objects/store-id``, ``objects/log/<entry>`` and gc's
-``objects/trash/``. The client is obstore (Apache Arrow's Rust ``object_store``): its
-import and a request cost a small fraction of boto3's (``benchmarks/s3_bench.py``), and it
-is imported only when a store is remote.
+``objects/trash/``. The client is obstore (Apache Arrow's Rust ``object_store``), chosen
+over boto3 for the training hook's sake: on the development VM (loaded) ``import obstore``
+took 24 ms against boto3's 2.5 s, and import plus a configured client 0.34 s against 4.2 s;
+its requests run in Rust without the GIL. It is imported only when a store is remote.
 
 Writes are create-only: every PUT carries ``If-None-Match: *``, and an object already
 there is left as it is (the same name is the same bytes). A server that answers that
