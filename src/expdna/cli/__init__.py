@@ -156,8 +156,9 @@ class _Group(click.Group):
     "--store",
     "store",
     envvar="EXPDNA_STORE",
-    metavar="DIR",
-    help="Store directory (env EXPDNA_STORE; default: the user data dir, ~/.local/share/expdna).",
+    metavar="DIR|s3://BUCKET/PREFIX",
+    help="Store directory, or a bucket on S3-compatible storage (env EXPDNA_STORE; default: "
+    "the user data dir, ~/.local/share/expdna).",
 )
 @click.option(
     "--index-url",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,6 +19,9 @@ from expdna.cli.store import StoreConfig, pass_config
 from expdna.collectors.data import Progress
 from expdna.compare.data import DatasetCheck, verify_data
 from expdna.errors import ExpdnaError
+
+if TYPE_CHECKING:
+    from expdna.store.objects.interface import ObjectStore
 
 #: A dataset is large, and gets a progress line, above either of these (to be hashed).
 LARGE_FILES = 1000
@@ -73,16 +77,19 @@ def _parse_roots(
 
 
 def _store_listings(config: StoreConfig) -> Callable[[str], bytes | None]:
-    """Listing blobs from the store's object directory, when there is one (read lazily)."""
+    """Listing blobs from the store's objects, when there are any (read lazily)."""
+    opened: list[ObjectStore] = []
 
     def read(digest: str) -> bytes | None:
-        from expdna.store import ObjectDir
+        from expdna.store.objects.place import open_objects
 
-        root = config.root
-        if not (root / "objects").is_dir():
-            return None
         try:
-            return ObjectDir(root / "objects").read(digest)
+            if not opened:
+                opened.append(open_objects(config))
+            objects = opened[0]
+            if not objects.exists():
+                return None
+            return objects.read(digest)
         except (ExpdnaError, OSError):
             return None
 

@@ -4,9 +4,12 @@ Importing this package stays light (no SQLAlchemy): :class:`Store` is loaded on 
 Modules, in the order data flows through them:
 
 - ``config``: where a store is (``StoreConfig``: its directory and index URL, resolved once).
-- ``objects/``: ``directory`` (immutable blobs by BLAKE3, the source of truth),
-  ``blobwriter`` (the process that writes a batch's blobs while the next is checked) and
-  ``log`` (every index-only fact as an immutable entry, written before its rows).
+- ``objects/``: ``interface`` (``ObjectStore``: what everything above calls), its two
+  places, ``directory`` (immutable blobs by BLAKE3, the source of truth) and ``s3`` (the
+  same layout in ``s3://BUCKET/PREFIX``, with ``awsconfig``: the standard AWS settings),
+  ``place`` (which one a config names), ``idfile`` (the store id file), ``blobwriter``
+  (the process that writes a batch's blobs while the next is checked) and ``log`` (every
+  index-only fact as an immutable entry, written before its rows).
 - ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``
   (the index tables), ``revision`` (the schema revision, light), ``readonly`` (opening
   SQLite for reading only), ``migrate`` (alembic,

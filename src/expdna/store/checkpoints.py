@@ -24,7 +24,7 @@ from expdna.regular import NotRegularFileError, kind
 from expdna.store import pins
 from expdna.store.entities import PinRecord
 from expdna.store.index.engine import Index
-from expdna.store.objects.log import StoreLog
+from expdna.store.objects.interface import LogStore
 
 if TYPE_CHECKING:
     from expdna.digest.cache import DigestCache, StatKey
@@ -113,7 +113,7 @@ def _digest_of(digests: FileDigests, target: str | os.PathLike[str]) -> tuple[st
 
 def pin_file(
     index: Index,
-    log: StoreLog,
+    log: LogStore,
     path: str | os.PathLike[str],
     *,
     run: str,

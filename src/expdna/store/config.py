@@ -1,21 +1,28 @@
-"""Where the store is: its directory and its index, resolved in one place.
+"""Where the store is: its directory (or bucket) and its index, resolved in one place.
 
 The facade (``Store.open``), the CLI (``--store`` / ``--index-url``) and the training hook
 (``expdna.start(store=, index_url=)``) all resolve through :meth:`StoreConfig.resolve`: a
 value given wins, else the environment variable when it is set and not empty, else the
-default (the user data directory; the SQLite index inside the store). Importing this module
-stays light (no SQLAlchemy), so the CLI can resolve it before it knows the command.
+default (the user data directory; the SQLite index inside the store). A store named
+``s3://BUCKET/PREFIX`` lives on S3-compatible storage (expdna.store.objects.s3); its SQLite
+index, when no ``--index-url`` names a shared one, lives in a local cache directory for
+that bucket and prefix. Importing this module stays light (no SQLAlchemy), so the CLI can
+resolve it before it knows the command.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 STORE_ENV = "EXPDNA_STORE"
 INDEX_URL_ENV = "EXPDNA_INDEX_URL"
+#: The URL scheme of a store on S3-compatible storage.
+S3_SCHEME = "s3://"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def default_root() -> Path:
@@ -25,6 +32,15 @@ def default_root() -> Path:
     return Path(platformdirs.user_data_dir("expdna"))
 
 
+def cache_root(remote: str) -> Path:
+    """The local directory for a remote store's SQLite index (``~/.cache/expdna/s3/...``)."""
+    import platformdirs
+
+    rest = remote[len(S3_SCHEME) :].strip("/")
+    parts = [_UNSAFE.sub("_", part) for part in rest.split("/") if part not in ("", ".", "..")]
+    return Path(platformdirs.user_cache_dir("expdna")).joinpath("s3", *parts)
+
+
 @dataclass(frozen=True)
 class StoreConfig:
     """A store directory and index URL; ``path`` is ``None`` when none was named."""
@@ -32,6 +48,8 @@ class StoreConfig:
     path: Path | None = None
     #: A database URL for a shared index; ``None``: SQLite inside the store directory.
     index_url: str | None = None
+    #: ``s3://BUCKET/PREFIX`` for a store on S3-compatible storage, else ``None``.
+    remote: str | None = None
 
     @classmethod
     def resolve(
@@ -45,14 +63,24 @@ class StoreConfig:
             path = environ.get(STORE_ENV) or None
         if url is None:
             url = environ.get(INDEX_URL_ENV) or None
+        if isinstance(path, str) and path.startswith(S3_SCHEME):
+            return cls(path=None, index_url=url, remote=path)
         return cls(path=Path(path) if path is not None else None, index_url=url)
 
     @property
     def named(self) -> bool:
         """Whether a directory was named (argument or environment), not the default."""
-        return self.path is not None
+        return self.path is not None or self.remote is not None
 
     @property
     def root(self) -> Path:
-        """The store directory: the one named, else the user data directory."""
+        """The store directory: the one named, else the user data directory; for a remote
+        store, its local cache directory."""
+        if self.remote is not None:
+            return cache_root(self.remote)
         return self.path if self.path is not None else default_root()
+
+    @property
+    def shown(self) -> str:
+        """The store for messages: its directory, or its ``s3://`` URL."""
+        return self.remote if self.remote is not None else str(self.root)

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from sqlalchemy import func, select
 
-from expdna.store.identity import holds_objects, index_id, read_directory_id
+from expdna.store.identity import index_id
 from expdna.store.index.applied import applied_names
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run
-from expdna.store.objects.log import StoreLog
+from expdna.store.objects.interface import LogStore, ObjectStore
 
 #: A log entry not applied after this long is not a recorder at work any more.
 STALE_S = 300.0
@@ -40,7 +39,7 @@ class Drift:
     pending_digests: set[str] = field(default_factory=set)
 
 
-def check(objects_root: Path, index: Index, log: StoreLog) -> Drift:
+def check(objects: ObjectStore, index: Index, log: LogStore) -> Drift:
     """How the index stands against the object directory (one look at each)."""
     names = log.names()
     with index.read() as conn:
@@ -50,7 +49,8 @@ def check(objects_root: Path, index: Index, log: StoreLog) -> Drift:
     bound = recorded is not None
     where = shown(index.url)
     problems: list[str] = []
-    directory = read_directory_id(objects_root)
+    objects_root = objects.location
+    directory = objects.read_id()
     if recorded is not None and directory != recorded:
         held = f"store {directory}" if directory else "no store"
         problems.append(
@@ -59,7 +59,7 @@ def check(objects_root: Path, index: Index, log: StoreLog) -> Drift:
         )
     # A store's index gets its id before its first object (expdna.store.identity): an
     # index without one, over a directory with objects, is not the one they were written for.
-    if runs == 0 and not bound and holds_objects(objects_root):
+    if runs == 0 and not bound and objects.holds_objects():
         held = f"{len(names)} log entries and objects" if names else "objects"
         problems.append(
             f"index {where} holds no runs, but object directory {objects_root} holds {held}: "

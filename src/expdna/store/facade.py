@@ -48,8 +48,8 @@ from expdna.store.index.migrate import (
     upgrade,
 )
 from expdna.store.index.readonly import writable
-from expdna.store.objects.directory import ObjectDir
-from expdna.store.objects.log import StoreLog
+from expdna.store.objects.interface import ObjectStore
+from expdna.store.objects.place import open_objects
 from expdna.store.queries import Filter
 
 if TYPE_CHECKING:
@@ -61,6 +61,13 @@ log = logging.getLogger(__name__)
 
 BATCH = 500
 OBJECTS = "objects"
+
+
+def _make_cache(root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"{root}: cannot create the local cache: {exc.strerror}") from None
 
 
 def _failed(source: str | None, exc: ExpdnaError, run_id: str = "") -> RecordResult:
@@ -92,12 +99,16 @@ def _check(manifest: Manifest, source: str | None, memo: SectionMemo) -> BatchIt
 
 
 class Store:
-    """A content-addressed object directory plus a SQL index over every recorded run."""
+    """A content-addressed object directory (or bucket) plus a SQL index over every
+    recorded run."""
 
-    def __init__(self, root: Path, index: Index) -> None:
+    def __init__(self, root: Path, index: Index, objects: ObjectStore | None = None) -> None:
+        #: the store directory; for a store in a bucket, its local cache directory
         self.root = root
-        self.objects = ObjectDir(root / OBJECTS)
-        self.log = StoreLog(self.objects.root)
+        self.objects: ObjectStore = (
+            objects if objects is not None else open_objects(StoreConfig(path=root))
+        )
+        self.log = self.objects.open_log()
         self.index = index
         self._pipeline: tuple[Recorder, SectionMemo] | None = None
 
@@ -168,20 +179,25 @@ class Store:
         root = config.root
         if read_only:
             return cls._for_reading(config, mounts_file=mounts_file, upgrade=upgrade)
+        objects = open_objects(config)
+        if config.remote is not None and config.index_url is None:
+            _make_cache(root)  # the local SQLite index of a store in a bucket
         if not checked:
-            return cls(root, open_index(root, config.index_url, mounts_file=mounts_file))
+            index = open_index(root, config.index_url, mounts_file=mounts_file)
+            return cls(root, index, objects)
         try:
             index = open_index(root, config.index_url, mounts_file=mounts_file)
         except OSError as exc:
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
-        store = cls(root, index)
+        store = cls(root, index, objects)
         try:
             auto = index.dialect == "sqlite" if upgrade is None else upgrade
             ensure_current(index, auto_upgrade=auto)
             if bind:  # before any directory is made: a refused store is left as it was
-                identity.bind(store.objects.root, index)
-            root.mkdir(parents=True, exist_ok=True)
-            store.objects.root.mkdir(exist_ok=True)
+                identity.bind(store.objects, index)
+            if config.remote is None:
+                root.mkdir(parents=True, exist_ok=True)
+            store.objects.ensure()
         except OSError as exc:
             index.dispose()
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
@@ -213,6 +229,11 @@ class Store:
         resolved = resolved_url(root, config.index_url)
         database = Path(str(resolved.database)) if resolved.drivername == "sqlite" else None
         if database is not None and not database.is_file():
+            if config.remote is not None:
+                raise StoreError(
+                    f"no local index for {config.remote} (expected {database}): "
+                    f"`expdna --store {config.remote} reindex` builds it from the bucket"
+                )
             where = f"store at {root}" if config.index_url is None else f"index at {database}"
             raise StoreError(f"no {where}")
         index = open_index(root, config.index_url, mounts_file=mounts_file, read_only=True)
@@ -238,10 +259,13 @@ class Store:
         except BaseException:
             index.dispose()
             raise
-        return cls(root, index)
+        return cls(root, index, open_objects(config))
 
     def close(self) -> None:
         self.index.dispose()
+        closing = getattr(self.objects, "close", None)
+        if closing is not None:
+            closing()
 
     def __enter__(self) -> Store:
         return self

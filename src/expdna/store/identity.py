@@ -10,9 +10,6 @@ directory, or with an empty one, is refused (exit 2) naming both.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import uuid
 from pathlib import Path
 
 from sqlalchemy import Connection, func, select
@@ -21,42 +18,22 @@ from expdna.store.errors import IndexLostError, StoreIdentityError
 from expdna.store.index.bulk import insert_ignore
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run, StoreMeta
-from expdna.store.objects.directory import READ_ONLY, fsync_path
-from expdna.store.objects.log import LOG_DIR
+from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.idfile import (
+    ID_FILE as ID_FILE,
+)
+from expdna.store.objects.idfile import (
+    create_directory_id as create_directory_id,
+)
+from expdna.store.objects.idfile import (
+    holds_objects as holds_objects,
+)
+from expdna.store.objects.idfile import (
+    read_directory_id as read_directory_id,
+)
+from expdna.store.objects.interface import ObjectStore
 
-ID_FILE = "store-id"
 KEY = "store_id"
-
-
-def read_directory_id(objects_root: Path) -> str | None:
-    try:
-        text = (objects_root / ID_FILE).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return None
-    return text or None
-
-
-def create_directory_id(objects_root: Path) -> str:
-    """The directory's id, made now when it has none (the first writer's id wins)."""
-    found = read_directory_id(objects_root)
-    if found is not None:
-        return found
-    objects_root.mkdir(parents=True, exist_ok=True)
-    temp = objects_root / f".tmp-store-id-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    temp.write_text(uuid.uuid4().hex + "\n", encoding="utf-8")
-    os.chmod(temp, READ_ONLY)
-    try:
-        os.link(temp, objects_root / ID_FILE)  # atomic, and never replaces (NFS too)
-    except FileExistsError:
-        pass
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-    if os.name == "posix":
-        fsync_path(objects_root)
-    found = read_directory_id(objects_root)
-    assert found is not None
-    return found
 
 
 def index_id(conn: Connection) -> str | None:
@@ -68,23 +45,15 @@ def set_index_id(conn: Connection, store_id: str) -> None:
     conn.execute(insert_ignore(conn, StoreMeta, ["key"]).values(key=KEY, value=store_id))
 
 
-def holds_objects(objects_root: Path) -> bool:
-    """Whether the directory holds any object or log entry (one look per fan-out dir)."""
-    if not objects_root.is_dir():
-        return False
-    for entry in os.scandir(objects_root):
-        if entry.is_dir() and (len(entry.name) == 2 or entry.name == LOG_DIR):
-            with os.scandir(entry.path) as inner:
-                if any(not e.name.startswith(".") for e in inner):
-                    return True
-    return False
-
-
-def bind(objects_root: Path, index: Index) -> str:
-    """Check that ``index`` and the object directory are one store's, giving a new store
-    its id; returns the id. :class:`StoreIdentityError` (exit 2) naming both otherwise."""
+def bind(objects: ObjectStore | Path, index: Index) -> str:
+    """Check that ``index`` and the object directory (or bucket) are one store's, giving a
+    new store its id; returns the id. :class:`StoreIdentityError` (exit 2) naming both
+    otherwise: an index shared by two buckets, or a bucket holding another store's id."""
+    if isinstance(objects, Path):
+        objects = ObjectDir(objects)
     where = shown(index.url)
-    directory = read_directory_id(objects_root)
+    objects_root = objects.location
+    directory = objects.read_id()
     with index.read() as conn:
         recorded = index_id(conn)
         runs = 0 if recorded is not None else conn.execute(select(func.count(Run.id))).scalar()
@@ -96,7 +65,7 @@ def bind(objects_root: Path, index: Index) -> str:
             f"index {where} belongs to store {recorded}, but object directory {objects_root} "
             f"holds {held}: point --store at the directory holding store {recorded}'s objects"
         )
-    full = holds_objects(objects_root)
+    full = objects.holds_objects()
     if not runs and full:
         named = f"store {directory}'s" if directory else "a store's"
         raise IndexLostError(
@@ -109,7 +78,7 @@ def bind(objects_root: Path, index: Index) -> str:
             f"index {where} holds {runs} runs, but object directory {objects_root} is empty: "
             "point --store at the directory holding their objects"
         )
-    store_id = directory or create_directory_id(objects_root)
+    store_id = directory or objects.create_id()
     with index.write() as conn:
         set_index_id(conn, store_id)
         stored = index_id(conn)

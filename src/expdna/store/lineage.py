@@ -26,7 +26,8 @@ from expdna.store.index.bulk import chunks, insert_ignore
 from expdna.store.index.engine import Index
 from expdna.store.index.models import LINEAGE_KEY, Lineage, Run
 from expdna.store.logged import write_logged
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import LogStore
+from expdna.store.objects.log import LogEntry
 from expdna.store.queries import resolve
 
 
@@ -163,7 +164,7 @@ def apply_entry(conn: Connection, entry: LogEntry) -> bool:
     return link(conn, str(body["parent"]), str(body["child"]), str(body["relation"]), entry.at)
 
 
-def link_runs(index: Index, log: StoreLog, parent: str, child: str, relation: str) -> bool:
+def link_runs(index: Index, log: LogStore, parent: str, child: str, relation: str) -> bool:
     """:meth:`expdna.store.Store.link`: both runs resolved and the edge checked, logged,
     then one write transaction."""
     check_relation(relation)

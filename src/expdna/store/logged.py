@@ -15,7 +15,8 @@ from sqlalchemy import Connection
 
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import LogStore
+from expdna.store.objects.log import LogEntry
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ Apply = Callable[[Connection, LogEntry], Any]
 
 def write_logged(
     index: Index,
-    log: StoreLog,
+    log: LogStore,
     kind: str,
     body: dict[str, Any],
     apply: Callable[[Connection, LogEntry], T],

@@ -7,10 +7,11 @@ An unreferenced object (written by a recorder that stopped before its index tran
 committed) is not a problem: it is what the write order promises at worst, and ``gc``
 removes it. gc leaves alone objects and temporary files younger than a grace period.
 
-gc and recorders share no lock (flock is not dependable on NFS): gc moves an object it
-found unreferenced into ``objects/trash/`` (one atomic rename), asks the index again, and
-puts it back if a run references it now; a recorder, once its transaction has committed,
-stats every object its runs reference and writes again any that is gone
+gc and recorders share no lock (flock is not dependable on NFS, and a bucket has none): gc
+moves an object it found unreferenced into ``objects/trash/`` (one atomic rename; on a
+bucket a copy, then a delete), asks the index again, and puts it back if a run references
+it now; a recorder, once its transaction has committed, asks for every object its runs
+reference (a stat, or a HEAD) and writes again any that is gone
 (expdna.store.record.recorder). Whichever way the two interleave, a committed run ends with
 its objects, at any grace. gc also keeps objects named by log entries the index has not
 applied yet, and runs not at all while the index looks lost (expdna.store.drift).
@@ -22,7 +23,6 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from sqlalchemy import Connection, delete, exists, func, select
 
@@ -35,8 +35,8 @@ from expdna.store.errors import CorruptObjectError, IndexLostError, MissingObjec
 from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Blob, Run, RunBlob
-from expdna.store.objects.directory import ObjectDir
-from expdna.store.objects.log import StoreLog
+from expdna.store.objects.directory import TRASH as TRASH
+from expdna.store.objects.interface import LogStore, ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +59,6 @@ def _blob_rows(conn: Connection, fan: str) -> dict[str, tuple[int, str]]:
     return {digest: (blob_id, kind) for digest, blob_id, kind in rows}
 
 
-def _objects_in(objects: ObjectDir, fan: str) -> set[str]:
-    directory = objects.root / fan
-    if not directory.is_dir():
-        return set()
-    return {fan + entry.name for entry in os.scandir(directory) if len(entry.name) == 62}
-
-
 def _first_referrer(conn: Connection, blob_id: int) -> str | None:
     via_link = (
         select(Run.run_id).join(RunBlob, RunBlob.run_pk == Run.id).where(RunBlob.blob_id == blob_id)
@@ -75,11 +68,11 @@ def _first_referrer(conn: Connection, blob_id: int) -> str | None:
     return None if found is None else str(found)
 
 
-def fsck(objects: ObjectDir, index: Index, log: StoreLog | None = None) -> FsckReport:
+def fsck(objects: ObjectStore, index: Index, log: LogStore | None = None) -> FsckReport:
     """Re-hash every object and log entry, check every blob the index references is
     present, and that the index is neither lost nor behind the log."""
-    log = log or StoreLog(objects.root)
-    standing = drift.check(objects.root, index, log)
+    log = log or objects.open_log()
+    standing = drift.check(objects, index, log)
     problems: list[str] = list(standing.problems)
     for name in log.names():
         try:
@@ -90,7 +83,7 @@ def fsck(objects: ObjectDir, index: Index, log: StoreLog | None = None) -> FsckR
             continue
     count = unreferenced = 0
     for fan in FANS:
-        on_disk = _objects_in(objects, fan)
+        on_disk = set(objects.listing(fan))
         count += len(on_disk)
         with index.read() as conn:
             rows = _blob_rows(conn, fan)
@@ -165,7 +158,9 @@ def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
     from expdna.store import SQLITE_NAME
     from expdna.store.identity import holds_objects
 
-    if config.index_url is not None or not holds_objects(config.root / "objects"):
+    if config.index_url is not None or config.remote is not None:
+        return None
+    if not holds_objects(config.root / "objects"):
         return None
     database = config.root / SQLITE_NAME
     state = "is missing" if not database.exists() else f"cannot be read ({error})"
@@ -173,13 +168,6 @@ def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
         f"index {database} {state}, but object directory {config.root / 'objects'} holds "
         f"objects; {drift.REINDEX}"
     )
-
-
-TRASH = "trash"
-
-
-def _trash_path(objects: ObjectDir, digest: str) -> Path:
-    return objects.root / TRASH / f"{digest}.{os.getpid()}"
 
 
 def _referenced(conn: Connection, digests: list[str]) -> set[str]:
@@ -197,7 +185,7 @@ def _referenced(conn: Connection, digests: list[str]) -> set[str]:
     return found
 
 
-def _settle(objects: ObjectDir, index: Index, trashed: dict[str, Path]) -> list[str]:
+def _settle(objects: ObjectStore, index: Index, trashed: dict[str, str]) -> list[str]:
     """Put back the trashed objects a run references now, delete the rest; returns the
     digests deleted."""
     if not trashed:
@@ -208,42 +196,32 @@ def _settle(objects: ObjectDir, index: Index, trashed: dict[str, Path]) -> list[
     for digest, where in trashed.items():
         if digest in keep:
             log.info("gc: object %s was referenced meanwhile; put back", digest)
-            final = objects.path(digest)
-            final.parent.mkdir(exist_ok=True)
-            os.replace(where, final)
+            objects.untrash(digest, where)
         else:
-            where.unlink(missing_ok=True)
+            objects.purge(where)
             removed.append(digest)
     return removed
 
 
-def _recover_trash(objects: ObjectDir, index: Index) -> None:
+def _recover_trash(objects: ObjectStore, index: Index) -> None:
     """Settle what a gc that was stopped left in the trash."""
-    directory = objects.root / TRASH
-    if not directory.is_dir():
-        return
-    left = {}
-    for entry in os.scandir(directory):
-        digest = entry.name.split(".", 1)[0]
-        if len(digest) == 64:
-            left[digest] = Path(entry.path)
-    _settle(objects, index, left)
+    _settle(objects, index, objects.trashed())
 
 
 def gc(
-    objects: ObjectDir,
+    objects: ObjectStore,
     index: Index,
     *,
     dry_run: bool = False,
     grace_s: float = DEFAULT_GRACE_S,
-    log_dir: StoreLog | None = None,
+    log_dir: LogStore | None = None,
 ) -> GcReport:
     """Remove objects no run references, and stray temporary files, older than ``grace_s``.
 
     Refuses (:class:`IndexLostError`, exit 1) while the index looks lost or behind.
     """
-    store_log = log_dir or StoreLog(objects.root)
-    standing = drift.check(objects.root, index, store_log)
+    store_log = log_dir or objects.open_log()
+    standing = drift.check(objects, index, store_log)
     if standing.problems:
         raise IndexLostError(f"gc removes nothing: {standing.problems[0]}")
     if not dry_run:
@@ -252,32 +230,27 @@ def gc(
     removed: list[str] = []
     removed_bytes = kept_young = 0
     for fan in FANS:
-        on_disk = _objects_in(objects, fan)
+        on_disk = objects.listing(fan)
         if not on_disk:
             continue
         with index.read() as conn:
             known = _blob_rows(conn, fan).keys()
             stale_rows = dict(_unreferenced_rows(conn, fan))
-        candidates = ((on_disk - known) | (stale_rows.keys() & on_disk)) - standing.pending_digests
-        trashed: dict[str, Path] = {}
+        candidates = (
+            (on_disk.keys() - known) | (stale_rows.keys() & on_disk.keys())
+        ) - standing.pending_digests
+        trashed: dict[str, str] = {}
         sizes: dict[str, int] = {}
         for digest in sorted(candidates):
-            path = objects.path(digest)
-            if not _old(str(path), cutoff):
+            if on_disk[digest].mtime >= cutoff:
                 kept_young += 1
                 continue
-            try:
-                sizes[digest] = path.stat().st_size
-            except FileNotFoundError:
-                continue
+            sizes[digest] = on_disk[digest].size
             if dry_run:
                 removed.append(digest)
                 continue
-            where = _trash_path(objects, digest)
-            where.parent.mkdir(exist_ok=True)
-            try:
-                os.replace(path, where)
-            except FileNotFoundError:
+            where = objects.trash(digest)
+            if where is None:
                 continue
             trashed[digest] = where
             if digest in stale_rows:
@@ -289,11 +262,10 @@ def gc(
                             ~exists().where(Run.manifest_blob_id == Blob.id),
                         )
                     )
+        removed_here = [d for d in removed if d in sizes]
         gone = _settle(objects, index, trashed) if not dry_run else []
         removed += gone
-        removed_bytes += sum(sizes[d] for d in gone)
-    if dry_run:
-        removed_bytes = sum(objects.path(d).stat().st_size for d in removed if objects.has(d))
+        removed_bytes += sum(sizes[d] for d in (removed_here if dry_run else gone))
     # A temporary file is a writer's work in progress (renamed within its batch) until it is
     # TEMP_MIN_AGE_S old, whatever the grace: removing one under a recorder fails its rename.
     temp_cutoff = min(cutoff, time.time() - TEMP_MIN_AGE_S)

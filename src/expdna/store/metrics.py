@@ -22,7 +22,8 @@ from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
 from expdna.store.index.models import Fact, FactPath, FactValue, Metric
 from expdna.store.logged import write_logged
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import LogStore
+from expdna.store.objects.log import LogEntry
 from expdna.store.queries import resolve, run_pk
 from expdna.store.record.flatten import flatten
 
@@ -121,7 +122,7 @@ def apply_entry(conn: Connection, entry: LogEntry) -> dict[str, float]:
 
 
 def record_metrics(
-    index: Index, log: StoreLog, run_id: str, metrics: Mapping[str, Any]
+    index: Index, log: LogStore, run_id: str, metrics: Mapping[str, Any]
 ) -> dict[str, float]:
     """:meth:`expdna.store.Store.record_metrics`: checked, logged, one write transaction."""
     clean = plain_metrics(metrics)

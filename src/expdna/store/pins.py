@@ -19,7 +19,8 @@ from expdna.store.entities import PinRecord
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Pin, Run
 from expdna.store.logged import write_logged
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import LogStore
+from expdna.store.objects.log import LogEntry
 from expdna.store.queries import resolve, run_pk
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ def apply_entry(conn: Connection, entry: LogEntry) -> PinRecord:
 
 def pin(
     index: Index,
-    log: StoreLog,
+    log: LogStore,
     *,
     run_id: str,
     digest: str,

@@ -40,7 +40,7 @@ from expdna.filesystems import DEFAULT_MOUNTS
 from expdna.store import identity
 from expdna.store.config import StoreConfig
 from expdna.store.entities import ReindexReport
-from expdna.store.errors import StoreError, StoreIdentityError
+from expdna.store.errors import MissingObjectError, StoreError, StoreIdentityError
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index, open_index, shown
 from expdna.store.index.intern import InternCache
@@ -48,7 +48,9 @@ from expdna.store.index.migrate import upgrade
 from expdna.store.index.models import Base
 from expdna.store.logged import appliers
 from expdna.store.objects.directory import ObjectDir
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import LogStore, ObjectStore
+from expdna.store.objects.log import LogEntry
+from expdna.store.objects.place import open_objects
 from expdna.store.record.prepare import BlobData, Prepared, prepare_doc, references
 from expdna.store.record.sections import SectionMemo
 from expdna.store.record.write import write_batch
@@ -80,7 +82,7 @@ def _manifest_refs(doc: dict[str, Any]) -> dict[str, str]:
 
 
 def _prepare_one(
-    objects: ObjectDir,
+    objects: ObjectStore,
     memo: SectionMemo,
     manifest: str,
     extra: Sequence[Sequence[Any]],
@@ -108,11 +110,19 @@ _WORKER: dict[str, tuple[ObjectDir, SectionMemo]] = {}
 def _prepare_entry(
     objects_root: str, name: str, runs: list[list[Any]]
 ) -> tuple[list[Prepared], list[str]]:
-    """A record entry's runs, prepared (in a worker process, or here). Returned in one
-    piece, so fact sets shared by its runs stay shared objects."""
+    """A record entry's runs, prepared in a worker process over the directory
+    ``objects_root``."""
     if objects_root not in _WORKER:
         _WORKER[objects_root] = (ObjectDir(Path(objects_root)), SectionMemo())
     objects, memo = _WORKER[objects_root]
+    return _prepare_runs(objects, memo, name, runs)
+
+
+def _prepare_runs(
+    objects: ObjectStore, memo: SectionMemo, name: str, runs: list[list[Any]]
+) -> tuple[list[Prepared], list[str]]:
+    """A record entry's runs, prepared. Returned in one piece, so fact sets shared by its
+    runs stay shared objects."""
     problems: list[str] = []
     batch = []
     for run_id, manifest, extra in runs:
@@ -124,17 +134,21 @@ def _prepare_entry(
 
 
 def _prepared_entries(
-    objects: ObjectDir, entries: list[LogEntry], runs: int
+    objects: ObjectStore, entries: list[LogEntry], runs: int
 ) -> Iterator[tuple[list[Prepared], list[str]]]:
     """Each record entry's prepared runs, in order. Preparing (reading, checking and
-    flattening each manifest) is most of a rebuild's work: with many runs it is spread over
-    worker processes, a few entries ahead of the writer."""
-    root = str(objects.root)
+    flattening each manifest) is most of a rebuild's work: with many runs in a directory
+    it is spread over worker processes, a few entries ahead of the writer (a bucket's
+    client is not carried across a fork)."""
     workers = min(os.cpu_count() or 1, MAX_WORKERS)
-    if runs < PARALLEL_RUNS or workers < 2 or os.name != "posix":
+    local = isinstance(objects, ObjectDir)
+    if not local or runs < PARALLEL_RUNS or workers < 2 or os.name != "posix":
+        memo = SectionMemo()
         for entry in entries:
-            yield _prepare_entry(root, entry.name, entry.body.get("runs", []))
+            yield _prepare_runs(objects, memo, entry.name, entry.body.get("runs", []))
         return
+    assert isinstance(objects, ObjectDir)
+    root = str(objects.root)
     context = multiprocessing.get_context("fork")  # the workers read files, never the index
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         ahead: collections.deque[Future[tuple[list[Prepared], list[str]]]] = collections.deque()
@@ -156,7 +170,7 @@ def _prepared_entries(
 class _Rebuild:
     """One rebuild: the object directory, the index being filled, and what went wrong."""
 
-    def __init__(self, objects: ObjectDir, index: Index, progress: Progress | None) -> None:
+    def __init__(self, objects: ObjectStore, index: Index, progress: Progress | None) -> None:
         self.objects = objects
         self.index = index
         self.memo = SectionMemo()
@@ -215,12 +229,14 @@ class _Rebuild:
         """Record manifests no log entry names (recorded before the log), oldest first."""
         found: list[tuple[datetime, Prepared, datetime]] = []
         for digest in digests:
-            path = self.objects.path(digest)
+            info = self.objects.stat(digest)
             try:
-                data = path.read_bytes()
-                mtime = path.stat().st_mtime
-            except FileNotFoundError:
+                data = self.objects.read(digest)
+            except MissingObjectError:
                 continue
+            if info is None:
+                continue
+            mtime = info.mtime
             if not data.startswith(b"{") or hex_of(data) != digest:
                 continue
             try:
@@ -230,10 +246,11 @@ class _Rebuild:
             if not (isinstance(doc, dict) and {"run_id", "dna", "schema_version"} <= doc.keys()):
                 continue
             refs = _manifest_refs(doc)
+            sizes = {d: self.objects.stat(d) for d in refs}
             extra = [
-                [d, kind, self.objects.path(d).stat().st_size]
+                [d, kind, info_d.size]
                 for d, kind in sorted(refs.items())
-                if self.objects.has(d)
+                if (info_d := sizes[d]) is not None
             ]
             prepared = self.prepared(digest, extra, f"manifest object {digest}")
             if prepared is not None:
@@ -246,7 +263,7 @@ class _Rebuild:
         return len(found)
 
 
-def _entries(store_log: StoreLog, problems: list[str]) -> list[LogEntry]:
+def _entries(store_log: LogStore, problems: list[str]) -> list[LogEntry]:
     entries = []
     for name in store_log.names():
         try:
@@ -257,7 +274,7 @@ def _entries(store_log: StoreLog, problems: list[str]) -> list[LogEntry]:
 
 
 def _fill(
-    objects: ObjectDir, index: Index, store_log: StoreLog, progress: Progress | None
+    objects: ObjectStore, index: Index, store_log: LogStore, progress: Progress | None
 ) -> tuple[_Rebuild, int, int]:
     rebuild = _Rebuild(objects, index, progress)
     entries = _entries(store_log, rebuild.problems)
@@ -313,11 +330,13 @@ def reindex(
     """Rebuild the index ``config`` names from its object directory."""
     started = time.monotonic()
     root = config.root
-    objects = ObjectDir(root / "objects")
-    if not objects.root.is_dir():
-        raise StoreError(f"no store at {root}: no object directory {objects.root}")
-    store_log = StoreLog(objects.root)
-    store_id = identity.create_directory_id(objects.root)
+    objects = open_objects(config)
+    if not objects.exists():
+        raise StoreError(f"no store at {config.shown}: no object directory {objects.location}")
+    store_log = objects.open_log()
+    store_id = objects.create_id()
+    if config.remote is not None:
+        root.mkdir(parents=True, exist_ok=True)  # the local cache the SQLite index lives in
     database = _sqlite_target(config)
     if database is not None:
         temp = database.with_name(f"{database.name}.reindex-{os.getpid()}")
@@ -350,7 +369,7 @@ def reindex(
                 if found is not None and found != store_id:
                     raise StoreIdentityError(
                         f"index {shown(index.url)} belongs to store {found}, but object "
-                        f"directory {objects.root} holds store {store_id}: reindex refuses to "
+                        f"directory {objects.location} holds store {store_id}: reindex refuses to "
                         "replace another store's index"
                     )
                 _empty(conn)

@@ -15,18 +15,24 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from expdna.digest import hex_of
 from expdna.digest.refs import parse_digest
 from expdna.store.errors import CorruptObjectError, MissingObjectError
 
+if TYPE_CHECKING:
+    from expdna.store.objects.interface import Stat
+    from expdna.store.objects.log import StoreLog
+
 log = logging.getLogger(__name__)
 
 READ_ONLY = 0o444
 TEMP_PREFIX = ".tmp-"
+TRASH = "trash"
 _HEX = frozenset("0123456789abcdef")
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _TEMP_COUNTER = itertools.count()
@@ -74,6 +80,10 @@ class ObjectDir:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._fans: set[str] = set()  # fan-out directories known to exist
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
 
     def path(self, digest: str) -> Path:
         """Where the object ``digest`` lives; the digest is validated first."""
@@ -244,10 +254,95 @@ class ObjectDir:
         finally:
             os.close(fd)
 
+    def present_many(self, wanted: Mapping[str, int]) -> set[str]:
+        return {digest for digest, size in wanted.items() if self.present(digest, size)}
+
     def remove(self, digest: str) -> None:
         """Delete one object (gc only). A read-only file is removable: the directory decides."""
         with contextlib.suppress(FileNotFoundError):
             self.path(digest).unlink()
+
+    def stat(self, digest: str) -> Stat | None:
+        from expdna.store.objects.interface import Stat
+
+        try:
+            found = os.stat(self._final(parse_digest(digest)))
+        except FileNotFoundError:
+            return None
+        return Stat(size=found.st_size, mtime=found.st_mtime)
+
+    def listing(self, fan: str) -> dict[str, Stat]:
+        from expdna.store.objects.interface import Stat
+
+        directory = self.root / fan
+        if not directory.is_dir():
+            return {}
+        found: dict[str, Stat] = {}
+        for entry in os.scandir(directory):
+            if len(entry.name) != 62:
+                continue
+            try:
+                info = entry.stat()
+            except FileNotFoundError:  # removed while we looked
+                continue
+            found[fan + entry.name] = Stat(size=info.st_size, mtime=info.st_mtime)
+        return found
+
+    # gc's trash: one atomic rename out of place, and one back (expdna.store.maintenance)
+    def trash(self, digest: str) -> str | None:
+        where = self.root / TRASH / f"{digest}.{os.getpid()}"
+        where.parent.mkdir(exist_ok=True)
+        try:
+            os.replace(self.path(digest), where)
+        except FileNotFoundError:
+            return None
+        return str(where)
+
+    def untrash(self, digest: str, where: str) -> None:
+        final = self.path(digest)
+        final.parent.mkdir(exist_ok=True)
+        os.replace(where, final)
+
+    def purge(self, where: str) -> None:
+        Path(where).unlink(missing_ok=True)
+
+    def trashed(self) -> dict[str, str]:
+        directory = self.root / TRASH
+        if not directory.is_dir():
+            return {}
+        left = {}
+        for entry in os.scandir(directory):
+            digest = entry.name.split(".", 1)[0]
+            if len(digest) == 64:
+                left[digest] = entry.path
+        return left
+
+    # the store's id and log (imported on use: the blob-writing helper needs neither)
+    def read_id(self) -> str | None:
+        from expdna.store.objects.idfile import read_directory_id
+
+        return read_directory_id(self.root)
+
+    def create_id(self) -> str:
+        from expdna.store.objects.idfile import create_directory_id
+
+        return create_directory_id(self.root)
+
+    def holds_objects(self) -> bool:
+        from expdna.store.objects.idfile import holds_objects
+
+        return holds_objects(self.root)
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
+
+    def ensure(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def open_log(self) -> StoreLog:
+        from expdna.store.objects.log import StoreLog
+
+        return StoreLog(self.root)
 
 
 @contextlib.contextmanager

@@ -59,6 +59,33 @@ def is_entry_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
 
+def encode_entry(
+    kind: str, body: dict[str, Any], at: datetime | None = None
+) -> tuple[LogEntry, bytes]:
+    """An entry of ``kind`` and its bytes, named by its time and their BLAKE3."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown log entry kind {kind!r}")
+    moment = at or utc_now()
+    doc = {"v": VERSION, "kind": kind, "at": moment.isoformat(), **body}
+    data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    name = f"{_stamp(moment)}-{hex_of(data)}"
+    return LogEntry(name=name, kind=kind, at=moment, body=doc), data
+
+
+def decode_entry(name: str, data: bytes, *, verify: bool = True) -> LogEntry:
+    """The entry ``name`` holding ``data``; ValueError when it is not a readable entry (or,
+    ``verify``, its bytes no longer hash to its name)."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        raise ValueError(f"{name}: not a log entry name")
+    if verify and hex_of(data) != match.group(2):
+        raise ValueError(f"log entry {name} is corrupt: its bytes do not hash to its name")
+    doc = json.loads(data)
+    if not isinstance(doc, dict) or doc.get("kind") not in KINDS:
+        raise ValueError(f"log entry {name}: not an expdna log entry")
+    return LogEntry(name=name, kind=doc["kind"], at=datetime.fromisoformat(doc["at"]), body=doc)
+
+
 class StoreLog:
     """The entries under ``<objects>/log``."""
 
@@ -67,12 +94,8 @@ class StoreLog:
 
     def append(self, kind: str, body: dict[str, Any], *, at: datetime | None = None) -> LogEntry:
         """Write one entry durably; returns it. ``at``: its time (default now, UTC)."""
-        if kind not in KINDS:
-            raise ValueError(f"unknown log entry kind {kind!r}")
-        moment = at or utc_now()
-        doc = {"v": VERSION, "kind": kind, "at": moment.isoformat(), **body}
-        data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        name = f"{_stamp(moment)}-{hex_of(data)}"
+        entry, data = encode_entry(kind, body, at)
+        name = entry.name
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / name
         temp = self.root / f"{TEMP_PREFIX}log-{os.getpid()}-{next(_COUNTER)}-{time.monotonic_ns()}"
@@ -95,7 +118,7 @@ class StoreLog:
                 os.unlink(temp)
         if os.name == "posix":
             fsync_path(self.root)
-        return LogEntry(name=name, kind=kind, at=moment, body=doc)
+        return entry
 
     def names(self) -> list[str]:
         """Every entry's name, oldest first."""
@@ -106,16 +129,9 @@ class StoreLog:
     def read(self, name: str, *, verify: bool = True) -> LogEntry:
         """One entry; ValueError when it is not a readable entry (or, ``verify``, its bytes
         no longer hash to its name)."""
-        match = _NAME.fullmatch(name)
-        if match is None:
+        if _NAME.fullmatch(name) is None:
             raise ValueError(f"{name}: not a log entry name")
-        data = (self.root / name).read_bytes()
-        if verify and hex_of(data) != match.group(2):
-            raise ValueError(f"log entry {name} is corrupt: its bytes do not hash to its name")
-        doc = json.loads(data)
-        if not isinstance(doc, dict) or doc.get("kind") not in KINDS:
-            raise ValueError(f"log entry {name}: not an expdna log entry")
-        return LogEntry(name=name, kind=doc["kind"], at=datetime.fromisoformat(doc["at"]), body=doc)
+        return decode_entry(name, (self.root / name).read_bytes(), verify=verify)
 
     def entries(self) -> Iterator[LogEntry]:
         for name in self.names():

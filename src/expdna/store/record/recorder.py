@@ -35,7 +35,8 @@ from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, Interned
 from expdna.store.objects.blobwriter import BlobWriter
 from expdna.store.objects.directory import ObjectDir
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import ObjectStore
+from expdna.store.objects.log import LogEntry
 from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
 from expdna.store.record.write import recorded_digests, write_batch
@@ -70,10 +71,10 @@ def _result(prepared: Prepared, status: RecordStatus, refused: dict[str, str]) -
 class Recorder:
     """Writes prepared batches into one store; holds the interned-path cache."""
 
-    def __init__(self, objects: ObjectDir, index: Index) -> None:
+    def __init__(self, objects: ObjectStore, index: Index) -> None:
         self.objects = objects
         self.index = index
-        self.log = StoreLog(objects.root)
+        self.log = objects.open_log()
         self._interned = InternCache()
         #: the log entry of the batch whose blobs were written last, until its rows are
         self._entry: LogEntry | None = None
@@ -96,7 +97,7 @@ class Recorder:
                             "run %s: object %s was missing or corrupt in %s; rewriting it",
                             prepared.run_id,
                             blob.digest,
-                            self.objects.root,
+                            self.objects.location,
                         )
                         repair[blob.digest] = blob.data
         if repair:
@@ -109,7 +110,7 @@ class Recorder:
             write()
         except OSError as exc:
             raise StoreError(
-                f"object directory {self.objects.root}: {exc.strerror or exc}"
+                f"object directory {self.objects.location}: {exc.strerror or exc}"
             ) from None
 
     def _write_here(self, blobs: Sequence[bytes]) -> None:
@@ -186,20 +187,21 @@ class Recorder:
         try:
             return self.log.append("record", {"runs": runs})
         except OSError as exc:
-            raise StoreError(f"object directory {self.objects.root}: {exc.strerror}") from None
+            raise StoreError(f"object directory {self.objects.location}: {exc.strerror}") from None
 
     def _ensure_objects(self, batch: Sequence[Prepared], status: Sequence[RecordStatus]) -> None:
         """After the commit: every object the batch's runs reference is present, else it is
         written again. gc checks references before it deletes, but a run committed just
         after that check would lose an object gc removes; one stat an object closes that
         window without any lock (expdna.store.maintenance)."""
-        missing: dict[str, bytes] = {}
+        wanted: dict[str, bytes] = {}
         for prepared, state in zip(batch, status, strict=True):
             if state in ("conflict", "failed"):  # a refused run leaves no objects
                 continue
             for blob in prepared.blobs:
-                if not self.objects.present(blob.digest, len(blob.data)):
-                    missing[blob.digest] = blob.data
+                wanted.setdefault(blob.digest, blob.data)
+        there = self.objects.present_many({d: len(data) for d, data in wanted.items()})
+        missing = {d: data for d, data in wanted.items() if d not in there}
         if missing:
             log.info("rewriting %d objects removed while their runs were recorded", len(missing))
             self._guarded(lambda: self.objects.rewrite(missing.values()))
@@ -211,7 +213,9 @@ class Recorder:
         A batch that fails to be made raises after the batches before it are recorded.
         """
         pending = iter(batches)
-        helper = _Helper(self.objects.root if HELPER else None)
+        # a helper process writes into a directory; a bucket's uploads run in parallel anyway
+        local = self.objects.root if isinstance(self.objects, ObjectDir) else None
+        helper = _Helper(local if HELPER else None)
         written: Sequence[BatchItem] | None = None  # blobs written or sent, no index rows yet
         sent = False
         try:

@@ -1,0 +1,19 @@
+"""The object store a :class:`~expdna.store.config.StoreConfig` names: a directory, or a
+bucket on S3-compatible storage (whose client is imported only then)."""
+
+from __future__ import annotations
+
+from expdna.store.config import StoreConfig
+from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.interface import ObjectStore
+
+OBJECTS = "objects"
+
+
+def open_objects(config: StoreConfig) -> ObjectStore:
+    """``<store>/objects``, or the bucket and prefix of ``s3://BUCKET/PREFIX``."""
+    if config.remote is not None:
+        from expdna.store.objects.s3 import S3Objects
+
+        return S3Objects(config.remote)
+    return ObjectDir(config.root / OBJECTS)
