@@ -101,7 +101,10 @@ def cliffs_delta(inside: Floats, outside: Floats) -> float:
 
 
 def _extreme(centres: Sequence[float], middle: float) -> int:
-    """The group whose centre is farthest from ``middle``; of two as far, the higher."""
+    """The group whose centre is farthest from ``middle``; of two groups, the higher (each
+    is as far from the other)."""
+    if len(centres) == 2:
+        return 0 if centres[0] > centres[1] else 1
     return max(range(len(centres)), key=lambda i: (abs(centres[i] - middle), centres[i]))
 
 
