@@ -121,10 +121,16 @@ def _rank(path: str) -> tuple[int, str]:
     return len(_PRIORITY), path
 
 
-def _signature(values: Sequence[str]) -> tuple[int, ...]:
-    """The split of the runs a field makes, whatever its values are called."""
-    codes: dict[str, int] = {}
-    return tuple(codes.setdefault(v, len(codes)) for v in values)
+def _codes(column: Sequence[str]) -> tuple[list[str], Any]:
+    """The distinct values of a column and each run's value as an index into them, numbered
+    by first appearance (so two fields that split the runs alike get equal codes)."""
+    import numpy as np
+
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(v, len(index)) for v in column), dtype=np.int64, count=len(column)
+    )
+    return list(index), codes
 
 
 def explain(
@@ -138,45 +144,44 @@ def explain(
 
     kept = [i for i, v in enumerate(values) if v is not None]
     outcome_values = np.array([values[i] for i in kept], dtype=float)
-    together: dict[tuple[int, ...], list[str]] = {}
+    together: dict[bytes, list[str]] = {}
+    coded: dict[str, tuple[list[str], Any, Any]] = {}
     too_few: list[str] = []
     per_run: list[str] = []
     for path, column in fields.items():
-        seen = [column[i] for i in kept]
-        counts: dict[str, int] = {}
-        for value in seen:
-            counts[value] = counts.get(value, 0) + 1
-        if len(counts) < 2:
+        seen = [column[i] for i in kept] if len(kept) < len(column) else column
+        if len(seen) < 2 or all(v == seen[0] for v in seen):
             continue  # the same for every judged run
-        if max(counts.values()) == 1:
+        names, codes = _codes(seen)
+        counts = np.bincount(codes)
+        if counts.max() == 1:
             per_run.append(path)
-        elif sum(1 for n in counts.values() if n >= MIN_RUNS) < 2:
+        elif int((counts >= MIN_RUNS).sum()) < 2:
             too_few.append(path)
         else:
-            together.setdefault(_signature(seen), []).append(path)
+            coded[path] = (names, codes, counts)
+            together.setdefault(codes.tobytes(), []).append(path)
     tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
     for group in together.values():
         paths = sorted(group, key=_rank)
-        first = [fields[paths[0]][i] for i in kept]
-        others = [[fields[p][i] for i in kept] for p in paths[1:]]
-        order = sorted({v for v in first}, key=lambda v: (-first.count(v), v))
+        names, codes, counts = coded[paths[0]]
+        others = [coded[p][0] for p in paths[1:]]  # same codes: value k is their names[k]
+        order = sorted(range(len(names)), key=lambda k: (-counts[k], names[k]))
         stats: list[ValueStat] = []
         samples = []
         left_out = 0
-        for value in order:
-            members = [j for j, v in enumerate(first) if v == value]
-            if len(members) < MIN_RUNS:
-                left_out += len(members)
+        for k in order:
+            if counts[k] < MIN_RUNS:
+                left_out += int(counts[k])
                 continue
-            sample = outcome_values[members]
-            aliases = tuple(column[members[0]] for column in others)
+            sample = outcome_values[codes == k]
+            aliases = tuple(other[k] for other in others)
+            n = int(counts[k])
             if outcome.kind == "binary":
                 bad = int(sample.sum())
-                stats.append(ValueStat(value, len(members), bad / len(members), bad, aliases))
+                stats.append(ValueStat(names[k], n, bad / n, bad, aliases))
             else:
-                stats.append(
-                    ValueStat(value, len(members), float(np.median(sample)), None, aliases)
-                )
+                stats.append(ValueStat(names[k], n, float(np.median(sample)), None, aliases))
             samples.append(sample)
         test = association.binary if outcome.kind == "binary" else association.numeric
         found = test(samples)

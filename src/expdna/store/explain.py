@@ -69,11 +69,17 @@ def _leaves(doc: dict[str, Any]) -> dict[str, str]:
     from expdna.store.record.flatten import flatten
 
     facts, _ = flatten(doc)
-    grouped: dict[str, list[str]] = {}
+    leaves: dict[str, str] = {}
+    several: dict[str, list[str]] = {}
     for path, value in facts:
-        if not path.startswith(_SKIPPED_PREFIXES):
-            grouped.setdefault(path, []).append(value)
-    return {path: "|".join(sorted(values)) for path, values in grouped.items()}
+        if path.startswith(_SKIPPED_PREFIXES):
+            continue
+        if path in leaves:
+            several.setdefault(path, [leaves[path]]).append(value)
+        leaves[path] = value
+    for path, values in several.items():
+        leaves[path] = "|".join(sorted(values))
+    return leaves
 
 
 def setup_runs(store: Store, ref: str) -> str:
@@ -132,10 +138,12 @@ def read_fleet(
                 )
             }
     runs = [str(run_id) for _, run_id, _ in rows]
-    per_run: list[dict[str, str]] = []
+    count = len(rows)
+    # One column per path, filled run by run: no per-run dict of every path is kept.
+    fields: dict[str, list[str]] = {}
     states: list[str | None] = []
     listings: dict[str, dict[str, str]] = {}
-    for _, _, digest in rows:
+    for position, (_, _, digest) in enumerate(rows):
         doc = json.loads(store.objects.read_verified(digest))
         states.append(_state(doc))
         leaves = _leaves(doc)
@@ -144,14 +152,17 @@ def read_fleet(
             if packages not in listings:
                 listings[packages] = _listing(store, packages)
             leaves.update({INSTALLED + k: v for k, v in listings[packages].items()})
-        per_run.append(leaves)
+        for path, value in leaves.items():
+            column = fields.get(path)
+            if column is None:
+                column = fields[path] = [ABSENT] * count
+            column[position] = value
     outcome: list[float | None]
     if state is not None:
         outcome = [None if s is None else float(s == state) for s in states]
     else:
         outcome = [values.get(int(pk)) for pk, _, _ in rows]
-    paths = sorted({path for leaves in per_run for path in leaves})
-    fields = {path: [leaves.get(path, ABSENT) for leaves in per_run] for path in paths}
+    fields = dict(sorted(fields.items()))
     log.debug("explain: %d runs, %d fields", len(runs), len(fields))
     return Fleet(runs, outcome, fields, setup)
 
