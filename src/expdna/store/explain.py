@@ -17,9 +17,10 @@ The statistics are in :mod:`expdna.explain`.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,64 @@ def _leaves(doc: dict[str, Any]) -> dict[str, str]:
     return leaves
 
 
+#: Top-level keys that hold no field to explain (``runs`` columns, the outcome, notes).
+_NOT_SECTIONS = frozenset(
+    {"schema_version", "run_id", "generated_at", "dna", "status", "collection", "tracking"}
+    | {"lineage", "metrics"}
+)
+#: Distinct sections kept at most while reading one fleet.
+MAX_SECTIONS = 100_000
+
+
+@dataclass
+class _Sections:
+    """Each run's top-level sections, flattened once per distinct section: runs of one
+    setup repeat most of theirs (a machine's hardware and environment, the setup's code and
+    config), so a fleet costs a JSON dump per section and a flatten per distinct one."""
+
+    #: (key, section JSON) -> entry number
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: key -> the leaves of each entry
+    entries: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    #: key -> (run position, entry number)
+    holders: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def _entry(self, key: str, text: str, leaves: Callable[[], dict[str, str]]) -> int:
+        found = self.seen.get((key, text))
+        if found is None:
+            entries = self.entries.setdefault(key, [])
+            found = len(entries)
+            entries.append(leaves())
+            if len(self.seen) < MAX_SECTIONS:
+                self.seen[(key, text)] = found
+        return found
+
+    def add(self, position: int, key: str, value: Any) -> None:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        entry = self._entry(key, text, lambda: _leaves({key: value}))
+        self.holders.setdefault(key, []).append((position, entry))
+
+    def add_listing(self, position: int, ref: str, read: Callable[[], dict[str, str]]) -> None:
+        def leaves() -> dict[str, str]:
+            return {INSTALLED + name: version for name, version in read().items()}
+
+        entry = self._entry(INSTALLED, ref, leaves)
+        self.holders.setdefault(INSTALLED, []).append((position, entry))
+
+    def columns(self, count: int) -> dict[str, list[str]]:
+        """path -> one value per run (:data:`ABSENT` where a run has none), sorted by path."""
+        fields: dict[str, list[str]] = {}
+        for key, entries in self.entries.items():
+            slots = [-1] * count
+            for position, entry in self.holders[key]:
+                slots[position] = entry
+            every = [*entries, {}]  # slot -1: a run without this section
+            paths = sorted({path for leaves in entries for path in leaves})
+            for path in paths:
+                fields[path] = [every[slot].get(path, ABSENT) for slot in slots]
+        return dict(sorted(fields.items()))
+
+
 def setup_runs(store: Store, ref: str) -> str:
     """The setup digest of the run ``ref`` names (filled in by ``expdna db upgrade`` for a
     run recorded before setup digests; computed from its manifest meanwhile)."""
@@ -138,31 +197,24 @@ def read_fleet(
                 )
             }
     runs = [str(run_id) for _, run_id, _ in rows]
-    count = len(rows)
-    # One column per path, filled run by run: no per-run dict of every path is kept.
-    fields: dict[str, list[str]] = {}
+    sections = _Sections()
     states: list[str | None] = []
-    listings: dict[str, dict[str, str]] = {}
     for position, (_, _, digest) in enumerate(rows):
         doc = json.loads(store.objects.read_verified(digest))
         states.append(_state(doc))
-        leaves = _leaves(doc)
-        packages = leaves.get("environment.packages_digest")
-        if packages is not None and packages.startswith("blake3:"):
-            if packages not in listings:
-                listings[packages] = _listing(store, packages)
-            leaves.update({INSTALLED + k: v for k, v in listings[packages].items()})
-        for path, value in leaves.items():
-            column = fields.get(path)
-            if column is None:
-                column = fields[path] = [ABSENT] * count
-            column[position] = value
+        for key, value in doc.items():
+            if key not in _NOT_SECTIONS:
+                sections.add(position, key, value)
+        environment = doc.get("environment")
+        packages = environment.get("packages_digest") if isinstance(environment, dict) else None
+        if isinstance(packages, str) and packages.startswith("blake3:"):
+            sections.add_listing(position, packages, functools.partial(_listing, store, packages))
     outcome: list[float | None]
     if state is not None:
         outcome = [None if s is None else float(s == state) for s in states]
     else:
         outcome = [values.get(int(pk)) for pk, _, _ in rows]
-    fields = dict(sorted(fields.items()))
+    fields = sections.columns(len(rows))
     log.debug("explain: %d runs, %d fields", len(runs), len(fields))
     return Fleet(runs, outcome, fields, setup)
 
