@@ -50,10 +50,11 @@ PACKAGES = 290
 ALGORITHM = "explain-bench"
 
 
-def setup_runs(count: int, start: int) -> Iterator[Manifest]:
-    rng = random.Random(28)
-    for k in range(count):
-        i = start + k
+def setup_runs(count: int, start: int, first: int) -> Iterator[Manifest]:
+    """Runs ``first`` .. ``first + count - 1`` of the setup (manifest numbers from ``start``)."""
+    rng = random.Random(28 + first)
+    for j in range(count):
+        i, k = start + j, first + j
         doc: dict[str, Any] = synthetic_doc(i, setup=SETUP)
         doc["run_id"] = f"20261201_{k // 3600 % 24:02d}{k // 60 % 60:02d}{k % 60:02d}_bench_{k:07d}"
         doc["config"]["resolved_args"]["seed"] = k % 50
@@ -78,19 +79,21 @@ def setup_runs(count: int, start: int) -> Iterator[Manifest]:
 def build(root: Path, total: int, size: int) -> str:
     store = Store.open(root)
     began = time.perf_counter()
+    recorded = 0
     try:
         rest = total - size
         for start in range(0, rest, 10_000):
             store.record_many(history(min(10_000, rest - start), start=start))
         first = None
         for start in range(0, size, 5_000):
-            batch = list(setup_runs(min(5_000, size - start), rest + start))
+            batch = list(setup_runs(min(5_000, size - start), rest + start, start))
             first = first or batch[0].run_id
-            store.record_many(batch)
+            results = store.record_many(batch)
+            recorded += sum(r.status == "recorded" for r in results)
     finally:
         store.close()
     print(f"built {total:,} runs ({size:,} in the setup) in {time.perf_counter() - began:.0f} s")
-    assert first is not None
+    assert first is not None and recorded == size, recorded
     return first
 
 
