@@ -109,7 +109,7 @@ def test_db_upgrade_fills_in_families_of_older_runs(repo: Path, tmp_path: Path) 
     assert across.returncode == 1  # its own row has no family yet: nothing matches
     upgraded = expdna(repo, "--store", str(store), "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "family digests filled in for 1 runs recorded before them" in upgraded.stdout
+    assert "family and setup digests filled in for 1 runs recorded before them" in upgraded.stdout
     with sqlite3.connect(store / "index.sqlite") as conn:
         assert conn.execute("SELECT family FROM runs").fetchone()[0] == family
     again = expdna(repo, "--store", str(store), "twins", "--across-seeds", "--json", doc["run_id"])

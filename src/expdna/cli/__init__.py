@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "expdna.cli.stability:stability_command",
         "Per metric: runs, mean, sample std, min, max and CV over every run of one DNA.",
     ),
+    "explain": (
+        "expdna.cli.explain:explain_command",
+        "Which recorded fields go with a metric, or with failing, across one setup's runs.",
+    ),
     "record": (
         "expdna.cli.record:record_command",
         "Record manifest files into the store (--store / EXPDNA_STORE).",

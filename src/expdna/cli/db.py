@@ -25,7 +25,7 @@ def upgrade_command(config: StoreConfig) -> None:
     else:
         click.echo(f"index {where}: upgraded from {before or '(empty)'} to {after}")
     if filled:
-        click.echo(f"family digests filled in for {filled} runs recorded before them")
+        click.echo(f"family and setup digests filled in for {filled} runs recorded before them")
 
 
 @db_group.command("current")

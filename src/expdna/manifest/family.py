@@ -6,6 +6,11 @@ setup"). The seeds are the resolved arguments named ``seed``, ``random_seed`` or
 digest is computed in a DNA version, like the DNA it belongs to. Ignoring a seed argument in
 ``dna_ignore`` also ignores the training field derived from it
 (:func:`with_derived_seed_ignores`).
+
+The setup digest is narrower: the seedless digests of the sections that say what was run
+(:data:`SETUP_SECTIONS`: code, config, training, data) and nothing of where it ran, so runs
+of one experiment on machines with another VBIOS, driver or package set share it
+(``expdna explain --same-setup``).
 """
 
 from __future__ import annotations
@@ -14,8 +19,14 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from expdna.digest import hex_of
+from expdna.manifest.canonical import canonical_bytes
 from expdna.manifest.dna import DNA_VERSION, arg_name, compute_dna, dna_value, section_digest
 from expdna.manifest.model import Manifest
+
+#: The DNA sections a setup digest covers: what was run, not where (hardware, environment
+#: and runtime are free to vary).
+SETUP_SECTIONS = ("code", "config", "training", "data")
 
 #: Resolved-arg names (lowercase, "-" read as "_") that are seeds; the training collector
 #: records the same under ``training.seeds`` (``seed`` and ``random_seed`` as ``seed``).
@@ -77,6 +88,31 @@ def has_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> bool:
     return any(is_seed_arg(str(k), version) for k in args)
 
 
+def seedless_sections(
+    manifest: Manifest | Mapping[str, Any],
+    sections: Mapping[str, str] | None = None,
+    *,
+    version: int = DNA_VERSION,
+) -> dict[str, str]:
+    """The DNA section digests of the manifest with every seed projected out.
+
+    ``sections``: the document's DNA section digests in ``version`` when known, so only
+    ``config`` and ``training`` are projected again (exact for a document without
+    ``dna_ignore`` or ``unknown``).
+    """
+    doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
+    seedless = without_seeds(doc, version=version)
+    if sections is None or (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
+        return dict(compute_dna(seedless, version=version).sections)
+    if not has_seeds(doc, version=version):
+        return dict(sections)
+    redone = {
+        name: section_digest(name, seedless.get(name) or {}, version=version)
+        for name in ("config", "training")
+    }
+    return {**sections, **redone}
+
+
 def family_of(
     manifest: Manifest | Mapping[str, Any],
     sections: Mapping[str, str] | None = None,
@@ -86,18 +122,27 @@ def family_of(
     """The family digest: the DNA of the manifest with every seed projected out.
 
     Runs of one setup that differ only in their seeds share it ("N seeds, one setup"); a
-    run without seeds has a family digest equal to its DNA. ``sections``: the document's
-    DNA section digests in ``version`` when known, so only ``config`` and ``training`` are
-    projected again (exact for a document without ``dna_ignore`` or ``unknown``).
+    run without seeds has a family digest equal to its DNA. ``sections`` as for
+    :func:`seedless_sections`.
     """
-    doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
-    seedless = without_seeds(doc, version=version)
-    if sections is None or (doc.get("config") or {}).get("dna_ignore") or doc.get("unknown"):
-        return compute_dna(seedless, version=version).value
-    if not has_seeds(doc, version=version):
-        return dna_value(sections, version=version)
-    redone = {
-        name: section_digest(name, seedless.get(name) or {}, version=version)
-        for name in ("config", "training")
-    }
-    return dna_value({**sections, **redone}, version=version)
+    return dna_value(seedless_sections(manifest, sections, version=version), version=version)
+
+
+def setup_value(seedless: Mapping[str, str], *, version: int = DNA_VERSION) -> str:
+    """The setup digest over seedless section digests: the BLAKE3 of
+    ``{"version": N, "setup": {code, config, training, data}}`` (never equal to a DNA,
+    whose object says ``sections``)."""
+    setup = {name: seedless[name] for name in SETUP_SECTIONS}
+    return hex_of(canonical_bytes({"version": version, "setup": setup}))
+
+
+def setup_of(
+    manifest: Manifest | Mapping[str, Any],
+    sections: Mapping[str, str] | None = None,
+    *,
+    version: int = DNA_VERSION,
+) -> str:
+    """The setup digest: code, config, training and data with seeds pooled, hardware,
+    environment and runtime left out (module doc). ``sections`` as for
+    :func:`seedless_sections`."""
+    return setup_value(seedless_sections(manifest, sections, version=version), version=version)

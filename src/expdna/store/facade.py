@@ -424,12 +424,12 @@ class Store:
             return queries.select_runs(conn, dna=dna)
 
     def fill_families(self) -> int:
-        """Give runs recorded before family digests theirs, from their stored manifests
-        (``expdna db upgrade`` calls it); returns how many runs were filled in."""
-        from sqlalchemy import select, update
+        """Give runs recorded before family (or setup) digests theirs, from their stored
+        manifests (``expdna db upgrade`` calls it); returns how many runs were filled in."""
+        from sqlalchemy import or_, select, update
 
-        from expdna.manifest.dna import stored_version
-        from expdna.manifest.family import family_of
+        from expdna.manifest.dna import dna_value, stored_version
+        from expdna.manifest.family import seedless_sections, setup_value
         from expdna.store.index.models import Blob, Run
 
         filled = 0
@@ -438,7 +438,7 @@ class Store:
                 rows = conn.execute(
                     select(Run.id, Blob.digest)
                     .join(Blob, Blob.id == Run.manifest_blob_id)
-                    .where(Run.family.is_(None))
+                    .where(or_(Run.family.is_(None), Run.setup.is_(None)))
                     .limit(1000)
                 ).all()
             if not rows:
@@ -446,13 +446,22 @@ class Store:
             updates = []
             for run_key, digest in rows:
                 doc = json.loads(self.objects.read_verified(digest))
-                # A family is computed in the DNA version of the run's own DNA.
-                family = family_of(doc, version=stored_version(doc))
-                updates.append({"key": run_key, "family": family})
+                # Computed in the DNA version of the run's own DNA.
+                version = stored_version(doc)
+                seedless = seedless_sections(doc, version=version)
+                updates.append(
+                    {
+                        "key": run_key,
+                        "family": dna_value(seedless, version=version),
+                        "setup": setup_value(seedless, version=version),
+                    }
+                )
             with self.index.write() as conn:
                 for row in updates:
                     conn.execute(
-                        update(Run).where(Run.id == row["key"]).values(family=row["family"])
+                        update(Run)
+                        .where(Run.id == row["key"])
+                        .values(family=row["family"], setup=row["setup"])
                     )
             filled += len(updates)
 

@@ -11,10 +11,11 @@ from starlette.routing import Route
 from expdna.errors import InvalidInputError, NotFoundError
 from expdna.store import queries
 from expdna.store.facade import Store
+from expdna.store.queries import parse_where
 from expdna.ui import reads
 from expdna.ui.app import render
-from expdna.ui.params import any_given, find_filters, runs_query, text, whole
-from expdna.ui.svg import lineage_graph, strip
+from expdna.ui.params import any_given, find_filters, runs_query, text, values, whole
+from expdna.ui.svg import lineage_graph, strip, strips_per_value
 
 #: Lines and characters of a patch shown on a run's page, so a page stays under 200 KB;
 #: the whole patch is in the stored manifest (/api/runs/RUN/manifest and its patch object).
@@ -182,6 +183,65 @@ def find_page(request: Request) -> Response:
     return render(request, "find.html", context)
 
 
+#: Findings drawn as strips on /explain (the table lists every finding).
+EXPLAIN_DRAWN = 5
+
+
+def explain_page(request: Request) -> Response:
+    """``expdna explain`` as a form and its answer: the ranked table, the top sentence, the
+    limits, and a strip of the metric per value of each top field."""
+    from expdna.explain.outcome import asked as parse_asked
+
+    params = request.query_params
+    form = {
+        name: text(params, name) or ""
+        for name in ("metric", "same_setup", "bad", "worst", "status")
+    }
+    where = values(params, "where")
+    context: dict[str, Any] = {"form": form, "where": where, "report": None, "plots": []}
+    if not any(form.values()) and not where:
+        return render(request, "explain.html", context)
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        raise InvalidInputError(
+            "the explain view needs SciPy: pip install 'expdna[explain]'"
+        ) from None
+    from expdna.explain.query import explain_fleet
+    from expdna.explain.report import limits, sentence
+
+    asked = parse_asked(
+        form["metric"] or None, form["bad"] or None, form["worst"] or None, form["status"] or None
+    )
+    filters = [parse_where(w) for w in where]
+    if not form["same_setup"] and not filters:
+        raise InvalidInputError("give the runs to explain: same_setup=RUN or where=PATH=VALUE")
+    fleet, report = explain_fleet(
+        _store(request), asked, same_setup=form["same_setup"] or None, where=filters
+    )
+    plots = []
+    if asked.metric is not None:
+        metric = fleet.outcome
+        for finding in report.findings[:EXPLAIN_DRAWN]:
+            column = fleet.fields[finding.fields[0]]
+            groups = [
+                (
+                    v.value,
+                    [
+                        (fleet.runs[i], m)
+                        for i, m in enumerate(metric)
+                        if m is not None and column[i] == v.value
+                    ],
+                )
+                for v in finding.values
+            ]
+            plots.append((finding, strips_per_value(groups)))
+    context.update(
+        report=report, plots=plots, top=sentence(report), limits=limits(report), metric=asked.metric
+    )
+    return render(request, "explain.html", context)
+
+
 def checkpoint_page(request: Request) -> Response:
     target = request.path_params["target"]
     store = _store(request)
@@ -203,6 +263,7 @@ routes = [
     Route("/dna/{prefix}", dna_page, methods=["GET"]),
     Route("/diff", diff_page, methods=["GET"]),
     Route("/find", find_page, methods=["GET"]),
+    Route("/explain", explain_page, methods=["GET"]),
     Route("/checkpoints/{target:path}", checkpoint_page, methods=["GET"]),
     Route("/lineage/{ref}", lineage_page, methods=["GET"]),
 ]

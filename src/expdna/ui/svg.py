@@ -87,6 +87,27 @@ def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
     return Strip(STRIP_WIDTH, STRIP_HEIGHT, points, mean_x, box, low, high)
 
 
+def strips_per_value(
+    groups: Sequence[tuple[str, Sequence[tuple[str, float]]]],
+) -> list[tuple[str, Strip]]:
+    """One strip per value of a field (``(value, [(run id, metric), ...])``), all on the
+    scale of every run drawn, so the rows compare at a glance."""
+    from expdna.store.stability import summarise
+
+    every = [v for _, pairs in groups for _, v in pairs]
+    if not every:
+        return []
+    low, high = min(every), max(every)
+    drawn = []
+    for value, pairs in groups:
+        stats = summarise([v for _, v in pairs])
+        if stats is None:
+            continue
+        shared = MetricStats(stats.n, stats.mean, stats.std, low, high, stats.cv)
+        drawn.append((value, strip(pairs, shared)))
+    return drawn
+
+
 COLUMN = 250
 ROW = 46
 NODE_W = 220

@@ -102,6 +102,9 @@ class Run(Base):
     #: The DNA with every seed projected out (expdna.manifest.family); NULL for runs
     #: recorded before it existed until ``expdna db upgrade`` fills it in.
     family: Mapped[str | None] = mapped_column(HEX64, index=True)
+    #: Code, config, training and data with seeds pooled (expdna.manifest.family.setup_of):
+    #: the runs of one experiment on any machine. NULL until ``expdna db upgrade`` fills it.
+    setup: Mapped[str | None] = mapped_column(HEX64, index=True)
     #: DNA sections a collector could not finish, comma-separated; NULL when complete.
     unknown: Mapped[str | None] = mapped_column(Text)
 

@@ -14,8 +14,15 @@ from typing import Any
 from expdna.digest import hex_of
 from expdna.digest.refs import ref, ref_hex
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import DNA_VERSION, DNA_VERSIONS, compute_dna, short, stored_version
-from expdna.manifest.family import family_of
+from expdna.manifest.dna import (
+    DNA_VERSION,
+    DNA_VERSIONS,
+    compute_dna,
+    dna_value,
+    short,
+    stored_version,
+)
+from expdna.manifest.family import seedless_sections, setup_value
 from expdna.manifest.io import first_string_path
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Manifest
@@ -85,6 +92,8 @@ class _Form:
     metrics: dict[str, float]
     #: the family digest (expdna.manifest.family)
     family: str
+    #: the setup digest (expdna.manifest.family.setup_of)
+    setup: str
 
 
 def _text(value: Any) -> str | None:
@@ -163,8 +172,10 @@ def _whole(doc: dict[str, Any], source: str) -> _Form:
     facts, metrics = flatten(form.doc)
     sets, own = partition(facts)
     version = form.doc["dna"]["version"]
-    family = family_of(form.doc, form.doc["dna"]["sections"], version=version)
-    return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics, family)
+    seedless = seedless_sections(form.doc, form.doc["dna"]["sections"], version=version)
+    family = dna_value(seedless, version=version)
+    setup = setup_value(seedless, version=version)
+    return _Form(form.doc, form.data, form.digest, form.patches, sets, own, metrics, family, setup)
 
 
 def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | None:
@@ -192,8 +203,9 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
         _check_match(stored, value, sections, source)
     data = assemble(form, parts)
     sets, own, metrics = memo.facts(form, keys)
-    family = memo.family(form, sections)
-    return _Form(form, data, hex_of(data), patches, sets, own, metrics, family)
+    seedless = memo.seedless(form, sections)
+    family, setup = memo.value(seedless), setup_value(seedless)
+    return _Form(form, data, hex_of(data), patches, sets, own, metrics, family, setup)
 
 
 def _lineage(doc: dict[str, Any], run_id: str, where: str) -> tuple[tuple[str, str], ...]:
@@ -305,6 +317,7 @@ def prepare_doc(
         "schema_version": str(doc.get("schema_version")),
         "generated_at": generated_at,
         "family": form.family,
+        "setup": form.setup,
         "unknown": _unknown(doc),
         **_typed_columns(doc),
     }

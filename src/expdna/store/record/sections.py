@@ -124,12 +124,12 @@ class SectionMemo:
             _bounded(self._projections)[key] = digest
         return digest
 
-    def family(self, doc: dict[str, Any], sections: dict[str, str]) -> str:
-        """The family digest of ``doc`` (expdna.manifest.family) from its section digests:
-        only ``config`` and ``training`` are projected again, without their seeds, and the
+    def seedless(self, doc: dict[str, Any], sections: dict[str, str]) -> dict[str, str]:
+        """The section digests of ``doc`` without its seeds (expdna.manifest.family), from
+        its section digests: only ``config`` and ``training`` are projected again, and the
         seedless projections of a seed sweep are one memo entry."""
         if not has_seeds(doc):
-            return self.value(sections)
+            return sections
         seedless = without_seeds(doc)
         config = doc.get("config") or {}
         section, projection = self._last_config
@@ -144,7 +144,11 @@ class SectionMemo:
         else:
             config_digest = self._projected_digest("config", seedless.get("config") or {})
         training = self._projected_digest("training", seedless.get("training") or {})
-        return self.value({**sections, "config": config_digest, "training": training})
+        return {**sections, "config": config_digest, "training": training}
+
+    def family(self, doc: dict[str, Any], sections: dict[str, str]) -> str:
+        """The family digest of ``doc`` (expdna.manifest.family) from its section digests."""
+        return self.value(self.seedless(doc, sections))
 
     def value(self, sections: dict[str, str]) -> str:
         """The DNA value over section digests (compute_dna's last step)."""

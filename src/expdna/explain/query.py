@@ -1,0 +1,40 @@
+"""One call from a store and the options to the answer (the CLI and the web view share it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from expdna.explain.outcome import Asked
+from expdna.store.queries import Filter
+
+if TYPE_CHECKING:
+    from expdna.explain.report import Explanation
+    from expdna.store.explain import Fleet
+    from expdna.store.facade import Store
+
+
+def explain_runs(
+    store: Store, asked: Asked, *, same_setup: str | None = None, where: Sequence[Filter] = ()
+) -> Explanation:
+    """Explain ``asked`` over the runs of ``same_setup``'s setup that match ``where``."""
+    return explain_fleet(store, asked, same_setup=same_setup, where=where)[1]
+
+
+def explain_fleet(
+    store: Store, asked: Asked, *, same_setup: str | None = None, where: Sequence[Filter] = ()
+) -> tuple[Fleet, Explanation]:
+    """:func:`explain_runs`, and the fleet it read (the web view draws its metric)."""
+    from expdna.explain.report import explain
+    from expdna.store.explain import read_fleet, setup_runs
+
+    setup = setup_runs(store, same_setup) if same_setup is not None else None
+    fleet = read_fleet(store, setup=setup, filters=where, metric=asked.metric, state=asked.state)
+    report = explain(len(fleet.runs), asked.outcome, asked.split(fleet.outcome), fleet.fields)
+    return fleet, _with_setup(report, setup)
+
+
+def _with_setup(report: Explanation, setup: str | None) -> Explanation:
+    from dataclasses import replace
+
+    return replace(report, setup=setup)

@@ -1,0 +1,260 @@
+"""From a fleet (expdna.store.explain) to ranked findings: which fields vary, which vary
+together, how each goes with the outcome, corrected for testing many.
+
+A field is tested on the values at least :data:`MIN_RUNS` runs hold; a field with fewer
+than two such values is "too few runs to judge", and one whose every value is a single
+run's (a seed per run, an output directory) names runs rather than a condition. Fields
+that split the runs identically (a node's VBIOS and its hostname, a driver confounded
+with a node) are one finding, tested once: the data cannot tell them apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Fewest runs a value needs to be part of its field's test.
+MIN_RUNS = 3
+#: Adjusted p-values below this are findings.
+ALPHA = 0.05
+#: How a finding names its fields first: the machine before the software before the rest.
+_PRIORITY = ("hardware.", "runtime.", "environment.", "installed.", "config.", "training.")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What is explained: a metric's value (``kind`` "numeric") or a bad/good split
+    ("binary"), with the words a sentence uses for a bad run (``bad``: "failed")."""
+
+    kind: str
+    label: str
+    bad: str = "were bad"
+    metric: str | None = None
+
+
+@dataclass(frozen=True)
+class ValueStat:
+    value: str
+    n: int
+    #: the median metric (numeric) or the bad rate (binary)
+    centre: float
+    bad: int | None = None
+    #: the same runs' values of the finding's other fields
+    aliases: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"value": self.value, "n": self.n, "centre": self.centre}
+        if self.bad is not None:
+            found["bad"] = self.bad
+        if self.aliases:
+            found["aliases"] = list(self.aliases)
+        return found
+
+
+@dataclass(frozen=True)
+class Finding:
+    fields: tuple[str, ...]
+    values: tuple[ValueStat, ...]
+    #: median of the most extreme value minus the median of the rest's (numeric)
+    difference: float
+    effect: float
+    extreme: int
+    p: float
+    q: float
+    method: str
+    #: runs of values too rare to test, left out of this finding
+    left_out: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fields": list(self.fields),
+            "values": [v.to_dict() for v in self.values],
+            "difference": self.difference,
+            "effect": self.effect,
+            "extreme": self.values[self.extreme].value,
+            "p": self.p,
+            "adjusted_p": self.q,
+            "method": self.method,
+            "left_out": self.left_out,
+        }
+
+
+@dataclass(frozen=True)
+class Explanation:
+    outcome: Outcome
+    runs: int
+    #: runs with an outcome (the others are left out of every test)
+    judged: int
+    findings: list[Finding]
+    too_few: list[str] = field(default_factory=list)
+    per_run: list[str] = field(default_factory=list)
+    setup: str | None = None
+
+    @property
+    def significant(self) -> list[Finding]:
+        return [f for f in self.findings if f.q < ALPHA]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": {
+                "kind": self.outcome.kind,
+                "label": self.outcome.label,
+                "metric": self.outcome.metric,
+            },
+            "setup": self.setup,
+            "runs": self.runs,
+            "judged": self.judged,
+            "alpha": ALPHA,
+            "findings": [f.to_dict() for f in self.findings],
+            "top": sentence(self),
+            "too_few_runs": list(self.too_few),
+            "per_run_fields": list(self.per_run),
+            "limits": limits(self),
+        }
+
+
+def _rank(path: str) -> tuple[int, str]:
+    for i, prefix in enumerate(_PRIORITY):
+        if path.startswith(prefix):
+            return i, path
+    return len(_PRIORITY), path
+
+
+def _codes(column: Sequence[str]) -> tuple[list[str], Any]:
+    """The distinct values of a column and each run's value as an index into them, numbered
+    by first appearance (so two fields that split the runs alike get equal codes)."""
+    import numpy as np
+
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(v, len(index)) for v in column), dtype=np.int64, count=len(column)
+    )
+    return list(index), codes
+
+
+def explain(
+    runs: int, outcome: Outcome, values: Sequence[float | None], fields: dict[str, list[str]]
+) -> Explanation:
+    """Test every field of ``fields`` (path -> a value per run) against ``values`` (the
+    outcome per run, None where a run has none)."""
+    import numpy as np
+
+    from expdna.explain import association
+
+    kept = [i for i, v in enumerate(values) if v is not None]
+    outcome_values = np.array([values[i] for i in kept], dtype=float)
+    together: dict[bytes, list[str]] = {}
+    coded: dict[str, tuple[list[str], Any, Any]] = {}
+    too_few: list[str] = []
+    per_run: list[str] = []
+    for path, column in fields.items():
+        seen = [column[i] for i in kept] if len(kept) < len(column) else column
+        if len(seen) < 2 or all(v == seen[0] for v in seen):
+            continue  # the same for every judged run
+        names, codes = _codes(seen)
+        counts = np.bincount(codes)
+        if counts.max() == 1:
+            per_run.append(path)
+        elif int((counts >= MIN_RUNS).sum()) < 2:
+            too_few.append(path)
+        else:
+            coded[path] = (names, codes, counts)
+            together.setdefault(codes.tobytes(), []).append(path)
+    tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
+    for group in together.values():
+        paths = sorted(group, key=_rank)
+        names, codes, counts = coded[paths[0]]
+        others = [coded[p][0] for p in paths[1:]]  # same codes: value k is their names[k]
+        order = sorted(range(len(names)), key=lambda k: (-counts[k], names[k]))
+        stats: list[ValueStat] = []
+        samples = []
+        left_out = 0
+        for k in order:
+            if counts[k] < MIN_RUNS:
+                left_out += int(counts[k])
+                continue
+            sample = outcome_values[codes == k]
+            aliases = tuple(other[k] for other in others)
+            n = int(counts[k])
+            if outcome.kind == "binary":
+                bad = int(sample.sum())
+                stats.append(ValueStat(names[k], n, bad / n, bad, aliases))
+            else:
+                stats.append(ValueStat(names[k], n, float(np.median(sample)), None, aliases))
+            samples.append(sample)
+        test = association.binary if outcome.kind == "binary" else association.numeric
+        found = test(samples)
+        rest = np.concatenate([s for i, s in enumerate(samples) if i != found.extreme])
+        centre = float(np.mean(rest)) if outcome.kind == "binary" else float(np.median(rest))
+        difference = stats[found.extreme].centre - centre
+        tested.append((paths, stats, found, difference, left_out))
+    qs = association.adjusted([t[2].p for t in tested])
+    findings = [
+        Finding(
+            tuple(paths),
+            tuple(stats),
+            difference,
+            found.effect,
+            found.extreme,
+            found.p,
+            q,
+            found.method,
+            left_out,
+        )
+        for (paths, stats, found, difference, left_out), q in zip(tested, qs, strict=True)
+    ]
+    findings.sort(key=lambda f: (f.q, f.p, -abs(f.effect), _rank(f.fields[0])))
+    return Explanation(outcome, runs, len(kept), findings, sorted(too_few), sorted(per_run))
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def sentence(report: Explanation) -> str:
+    """The top finding in one sentence, or that there is none."""
+    if not report.significant:
+        return (
+            f"no recorded field goes with {report.outcome.label} below the corrected "
+            f"threshold (adjusted p < {ALPHA}) among {len(report.findings)} tested"
+        )
+    top = report.significant[0]
+    first = top.values[top.extreme]
+    others = [v for i, v in enumerate(top.values) if i != top.extreme]
+    path = top.fields[0]
+    if report.outcome.kind == "binary":
+        rest = "; ".join(f"with {v.value} in {v.bad} of {v.n}" for v in others)
+        return (
+            f"runs with {path} {first.value} {report.outcome.bad} in {first.bad} of "
+            f"{first.n} runs; {rest}"
+        )
+    rest = "; ".join(f"with {v.value} {_number(v.centre)} ({v.n} runs)" for v in others)
+    return (
+        f"runs with {path} {first.value} have a median {report.outcome.label} of "
+        f"{_number(first.centre)} ({first.n} runs); {rest}"
+    )
+
+
+def limits(report: Explanation) -> list[str]:
+    """What the answer cannot say, printed with it."""
+    lines = [
+        "association, not cause: a field that goes with the outcome may stand for one that "
+        "was not recorded, or that changed with it",
+        f"values held by fewer than {MIN_RUNS} runs are left out of their field's test",
+    ]
+    if report.runs > report.judged:
+        lines.append(
+            f"{report.runs - report.judged} of {report.runs} runs have no "
+            f"{report.outcome.label}: left out"
+        )
+    if report.too_few:
+        shown = ", ".join(report.too_few[:8]) + (", ..." if len(report.too_few) > 8 else "")
+        lines.append(f"too few runs to judge {len(report.too_few)} varying fields: {shown}")
+    if report.per_run:
+        lines.append(
+            f"{len(report.per_run)} fields differ in every run (they name runs): not tested"
+        )
+    if report.judged < 2 * MIN_RUNS:
+        lines.append(f"only {report.judged} runs: no field can be judged")
+    return lines

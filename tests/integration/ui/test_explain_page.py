@@ -1,0 +1,54 @@
+"""``/explain`` in the web view: the same answer as ``expdna explain``, with a strip of the
+metric per value of each top field, on a real SQLite store of a fleet with a planted cause."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+from markupsafe import escape
+
+from expdna.store import Store
+from expdna.store.config import StoreConfig
+from tests.factories import invoke
+from tests.fleets import NCCL, nccl_fleet, record_fleet
+
+with warnings.catch_warnings():  # Starlette 1.x asks for httpx2 behind its test client
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+pytestmark = pytest.mark.filterwarnings("ignore:Using `httpx`")
+
+
+def test_explain_page_ranks_like_the_cli_and_draws_each_value(tmp_path: Path) -> None:
+    from expdna.ui.app import create_app
+
+    docs = nccl_fleet()
+    root = tmp_path / "store"
+    store = Store.open(root)
+    record_fleet(store, docs)
+    store.close()
+    ref = docs[0]["run_id"]
+    with TestClient(create_app(StoreConfig(path=root))) as client:
+        empty = client.get("/explain")
+        assert empty.status_code == 200 and "<form" in empty.text
+        page = client.get("/explain", params={"metric": "final_loss", "same_setup": ref})
+        assert page.status_code == 200, page.text[:300]
+        bad = client.get(
+            "/explain", params={"metric": "final_loss", "worst": "200%", "same_setup": ref}
+        )
+        assert bad.status_code == 400 and "--worst" in bad.text
+    cli = json.loads(
+        invoke(root, "explain", "--metric", "final_loss", "--same-setup", ref, "--json").output
+    )
+    html = page.text
+    assert str(escape(cli["top"])) in html
+    assert html.index("hardware.nccl_version") < html.index("hardware.driver_version")
+    # the top field's two values, each a strip of its 20 runs
+    drawn = html.split("per value of the top fields", 1)[1]
+    for value in NCCL:
+        assert f'aria-label="final_loss of the runs with {value}"' in drawn
+    assert drawn.count('<circle class="dot"') >= 40
+    assert "<script" not in html and "association, not cause" in html
