@@ -94,7 +94,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": (
         "expdna.cli.export:export_command",
         "Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model, "
-        "driver, cuda, nccl, python, the seven section digests and a float column "
+        "driver, cuda, nccl, python, state, the seven section digests and a float column "
         "metric_<name> per final metric.",
     ),
     "reindex": (
