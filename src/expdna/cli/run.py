@@ -19,7 +19,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -221,7 +220,7 @@ def run_command(
             "EXPDNA_MANIFEST": str(path.resolve()),
             "EXPDNA_METRICS_FILE": str(metrics_file),
         }
-        code, usage, received, clock = _run(argv, env)
+        code, usage, received = _run(argv, env)
         metrics, warning = _final_metrics(metrics_file)
     if warning:
         click.echo(f"expdna: warning: {warning}", err=True)
@@ -236,28 +235,27 @@ def run_command(
         from expdna.cli.record import record_generated
 
         record_generated(config, final)
-    _report(final, path, clock, as_json)
+    _report(final, path, as_json)
     raise SystemExit(128 - code if code < 0 else code)
 
 
-def _run(argv: Sequence[str], env: dict[str, str]) -> tuple[int, Any, str | None, float]:
-    """Start the command, pass signals on, wait: (exit code, rusage, signal received, s)."""
-    clock = time.monotonic()
+def _run(argv: Sequence[str], env: dict[str, str]) -> tuple[int, Any, str | None]:
+    """Start the command, pass signals on, wait: (exit code, rusage, signal received)."""
     child = _start(argv, env)
     if child is None:
         import resource
 
-        return 127, resource.getrusage(resource.RUSAGE_CHILDREN), None, 0.0
+        return 127, resource.getrusage(resource.RUSAGE_CHILDREN), None
     previous = {number: signal.signal(number, child.forward) for number in FORWARDED}
     try:
         code, usage = child.wait()
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    return code, usage, child.received, time.monotonic() - clock
+    return code, usage, child.received
 
 
-def _report(manifest: Manifest, path: Path, seconds: float, as_json: bool) -> None:
+def _report(manifest: Manifest, path: Path, as_json: bool) -> None:
     status = manifest.status
     assert status is not None and manifest.dna is not None
     if as_json:
@@ -276,4 +274,4 @@ def _report(manifest: Manifest, path: Path, seconds: float, as_json: bool) -> No
     if status.signal:
         how += f" ({status.signal})"
     peak = f", peak {status.peak_rss_bytes / 2**20:.0f} MiB" if status.peak_rss_bytes else ""
-    click.echo(f"expdna: {how} after {seconds:.1f} s{peak}  {path}", err=True)
+    click.echo(f"expdna: {how} after {status.duration_s or 0:.1f} s{peak}  {path}", err=True)

@@ -79,8 +79,8 @@ def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None
     if report.unfinished:
         shown = ", ".join(report.unfinished[:10]) + (" ..." if len(report.unfinished) > 10 else "")
         click.echo(
-            f"{len(report.unfinished)} runs unfinished (still running long after they "
-            f"started; $EXPDNA_UNFINISHED_AFTER): {shown}"
+            f"{len(report.unfinished)} run{'s' if len(report.unfinished) != 1 else ''} "
+            f"unfinished (still running long after the start; $EXPDNA_UNFINISHED_AFTER): {shown}"
         )
     if report.pending:
         click.echo(
