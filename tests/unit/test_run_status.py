@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+from expdna.integrations import exits
 from expdna.manifest.model import Manifest
 from expdna.manifest.status import (
     ended,
@@ -62,3 +65,28 @@ def test_status_is_outside_the_dna_and_optional() -> None:
     with_status = manifest_of({**doc, "status": started(T0).model_dump(mode="json")})
     assert with_status.dna == plain.dna
     assert Manifest.model_validate(with_status.to_dict()).status == with_status.status
+
+
+class _Probe:
+    """An open run that leaves a file behind when it is ended."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def end(self, error: BaseException | None = None, *, signal_name: str | None = None) -> None:
+        self.path.write_text(f"{os.getpid()} {signal_name}")
+
+
+def test_a_forked_child_never_ends_its_parents_run(tmp_path: Path) -> None:
+    probe = _Probe(tmp_path / "ended")
+    exits.watch(probe)
+    try:
+        child = os.fork()
+        if child == 0:  # a DataLoader worker, say: it inherited the exit hook and the list
+            exits._end_all(None, "SIGTERM")
+            os._exit(0)
+        os.waitpid(child, 0)
+        assert not probe.path.exists()
+        assert any(run is probe and pid == os.getpid() for run, pid in exits._open)
+    finally:
+        exits.forget(probe)

@@ -33,18 +33,20 @@ class Ending(Protocol):
     ) -> object: ...
 
 
-_open: list[Ending] = []
+#: Open runs, each with the pid of the process that started it: a forked child (a
+#: DataLoader worker) inherits the handlers and the list, and must not end its parent's run.
+_open: list[tuple[Ending, int]] = []
 _seen: dict[str, BaseException] = {}
 _installed = False
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: the SIGTERM handler may interrupt watch()
 
 
 def watch(run: Ending) -> None:
     """End ``run`` with the process unless it is ended first (then :func:`forget` it)."""
     global _installed
     with _lock:
-        if not any(r is run for r in _open):  # identity: a handle compares by its fields
-            _open.append(run)
+        if not any(r is run for r, _ in _open):  # identity: a handle compares by its fields
+            _open.append((run, os.getpid()))
         if _installed:
             return
         _installed = True
@@ -63,12 +65,12 @@ def watch(run: Ending) -> None:
 
 def forget(run: Ending) -> None:
     with _lock:
-        _open[:] = [r for r in _open if r is not run]
+        _open[:] = [(r, pid) for r, pid in _open if r is not run]
 
 
 def _end_all(error: BaseException | None, signal_name: str | None) -> None:
     with _lock:
-        runs = list(_open)
+        runs = [run for run, pid in _open if pid == os.getpid()]
         _open.clear()
     for run in runs:
         try:
