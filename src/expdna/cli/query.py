@@ -101,6 +101,8 @@ def summary(record: RunRecord) -> list[str]:
         f"dna        {record.dna}",
         f"generated  {iso(record.generated_at)}",
         f"recorded   {iso(record.recorded_at)}",
+        # from the index: a status entry may have updated it since the manifest was stored
+        f"state      {record.shown_state}",
         f"commit     {record.commit or '-'}",
         f"algorithm  {record.algorithm or '-'}",
         f"gpu        {gpu}{f' ({stack})' if stack else ''}",
