@@ -90,6 +90,7 @@ def test_the_callback_records_the_fit(runs: dict[str, dict[str, Any]], package: 
     }
     assert training["gradient_accumulation_steps"] == 1 and training["seeds"] == {"seed": 0}
     assert set(manifest.metrics) == {"train_loss", "val_loss"}
+    assert manifest.status is not None and manifest.status.state == "completed"
     assert all(isinstance(v, float) for v in manifest.metrics.values())
 
     (checkpoint,) = (run["out"] / "checkpoints").glob("*.ckpt")
@@ -122,3 +123,28 @@ def test_a_failing_trainer_never_reaches_the_training(caplog: pytest.LogCaptureF
     callback.setup(_BrokenTrainer(), None, "validate")  # not a fit: nothing to record
     warnings = [r.getMessage() for r in caplog.records if r.name.startswith("expdna")]
     assert warnings == ["expdna: Lightning setup not recorded: RuntimeError: no log_dir today"]
+
+
+class _Trainer:
+    """What setup and teardown ask of a trainer, for a fit that raises."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = str(log_dir)
+        self.max_epochs, self.num_devices, self.num_nodes = 1, 1, 1
+        self.checkpoint_callback = None
+        self.callback_metrics = {"train_loss": 2.5}
+
+
+def test_a_fit_that_raises_is_recorded_failed(tmp_path: Path) -> None:
+    from expdna.integrations.lightning import ExpdnaCallback
+
+    trainer = _Trainer(tmp_path / "logs")
+    callback = ExpdnaCallback(collectors=["command", "config"])
+    callback.setup(trainer, None, "fit")
+    assert callback.run is not None and callback.run.path is not None
+    callback.on_exception(trainer, None, RuntimeError("CUDA out of memory"))
+    callback.teardown(trainer, None, "fit")  # Lightning tears down after the exception too
+    doc = json.loads(callback.run.path.read_text())
+    assert doc["status"]["state"] == "failed"
+    assert doc["status"]["error"] == {"type": "RuntimeError", "message": "CUDA out of memory"}
+    assert doc["metrics"] == {"train_loss": 2.5}

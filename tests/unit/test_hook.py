@@ -82,8 +82,9 @@ def test_start_records_the_parsed_args_not_argv(
         "output_dir": str(tmp_path / "out"),  # the default seed is in
     }
     assert handle.manifest.command.argv == ["train.py", "--lr", "0.1", "--output-dir", "x"]
-    assert handle.path is None  # nothing is written before add_runtime
-    assert not (tmp_path / "out").exists()
+    # Written at once, status "running": a process that dies still leaves its manifest.
+    assert handle.path is not None
+    assert json.loads(handle.path.read_text())["status"]["state"] == "running"
 
 
 def test_the_dna_ignores_the_output_dir_and_follows_the_learning_rate(
@@ -227,7 +228,8 @@ def test_an_unwritable_output_dir_is_a_warning(
     assert handle.path is None
     assert handle.dna is not None  # the run is still described
     writes = [w for w in handle.warnings if w.startswith("writing the manifest")]
-    assert len(writes) == 2 and "NotADirectoryError" in writes[0]
+    # start, add_runtime, finish: each tried, each a warning
+    assert len(writes) == 3 and "NotADirectoryError" in writes[0]
     assert any("writing the manifest" in m for m in _warnings(caplog))
 
 

@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "expdna.cli.generate:generate_command",
         "Write a manifest describing this checkout and the command ARGV.",
     ),
+    "run": (
+        "expdna.cli.run:run_command",
+        "Run CMD and record it: the manifest, then how it ended.",
+    ),
     "check": (
         "expdna.cli.check:check_command",
         "Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.",
@@ -94,7 +98,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": (
         "expdna.cli.export:export_command",
         "Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model, "
-        "driver, cuda, nccl, python, the seven section digests and a float column "
+        "driver, cuda, nccl, python, state, the seven section digests and a float column "
         "metric_<name> per final metric.",
     ),
     "reindex": (
@@ -179,6 +183,7 @@ def cli(ctx: click.Context, store: str | None, index_url: str | None, verbose: i
 
     \b
     expdna generate -- python train.py --lr 3e-4   write a manifest, print its DNA
+    expdna run --record -- python train.py         run it, record how it ended
     expdna check manifest.json                     can this environment rerun it?
     expdna diff a.json b.json                      what differs between two runs
     expdna rerun manifest.json --dry-run           the script that would rerun it

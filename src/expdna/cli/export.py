@@ -46,7 +46,7 @@ def export_command(
     as_json: bool,
 ) -> None:
     """Export runs, oldest first: run_id, dna, generated_at, commit, algorithm, gpu_model,
-    driver, cuda, nccl, python, the seven section digests and a float column
+    driver, cuda, nccl, python, state, the seven section digests and a float column
     metric_<name> per final metric.
 
     Each --column PATH adds a string column named PATH: the run's value at that manifest

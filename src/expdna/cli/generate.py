@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +14,86 @@ from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.manifest.dna import short
+
+if TYPE_CHECKING:
+    from expdna.manifest.model import Manifest
+
+
+#: The options ``generate`` and ``run`` share: what to collect and how long to wait.
+COLLECT_OPTIONS = (
+    click.option(
+        "--repo",
+        "repos",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        metavar="PATH",
+        help="Another git repository to record (repeatable); the one containing cwd is always in.",
+    ),
+    click.option(
+        "--data",
+        "data",
+        multiple=True,
+        type=click.Path(path_type=Path),
+        metavar="PATH",
+        help="A data file or directory to digest (repeatable).",
+    ),
+    click.option(
+        "--dna-ignore",
+        "dna_ignore",
+        multiple=True,
+        metavar="GLOB",
+        help="Leave dotted paths matching GLOB out of the DNA, e.g. 'config.resolved_args.seed' "
+        "(a seed argument's path also leaves out training.seeds.* derived from it).",
+    ),
+    click.option(
+        "--deadline",
+        type=click.FloatRange(min=0.1),
+        default=4.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Time each collector gets before it is abandoned.",
+    ),
+    click.option(
+        "--no-cache",
+        "no_cache",
+        is_flag=True,
+        help="Hash every --data file again instead of trusting the digest cache.",
+    ),
+)
+
+
+def collect_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply :data:`COLLECT_OPTIONS` (``repos``, ``data``, ``dna_ignore``, ``deadline``,
+    ``no_cache``)."""
+    for option in reversed(COLLECT_OPTIONS):
+        command = option(command)
+    return command
+
+
+def collect_and_write(
+    argv: Sequence[str],
+    output: Path | None,
+    *,
+    repos: Sequence[Path],
+    data: Sequence[Path],
+    dna_ignore: Sequence[str],
+    deadline: float,
+    no_cache: bool,
+) -> tuple[Path, Manifest]:
+    """Collect and write the manifest of ``argv``; each unknown section is a warning line."""
+    path, manifest = generate(
+        argv,
+        output=output,
+        repos=repos,
+        data=data,
+        deadline_s=deadline,
+        dna_ignore=dna_ignore,
+        use_cache=not no_cache,
+        progress=tty_progress(),
+    )
+    for section, reason in (manifest.unknown or {}).items():
+        click.echo(f"expdna: warning: section {section} is unknown: {reason}", err=True)
+    return path, manifest
 
 
 @click.command("generate")
@@ -23,44 +105,7 @@ from expdna.manifest.dna import short
     help="Manifest file to write, or a directory for the default name "
     "(default: ./manifest_<run_id>.json).",
 )
-@click.option(
-    "--repo",
-    "repos",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    metavar="PATH",
-    help="Another git repository to record (repeatable); the one containing cwd is always in.",
-)
-@click.option(
-    "--data",
-    "data",
-    multiple=True,
-    type=click.Path(path_type=Path),
-    metavar="PATH",
-    help="A data file or directory to digest (repeatable).",
-)
-@click.option(
-    "--dna-ignore",
-    "dna_ignore",
-    multiple=True,
-    metavar="GLOB",
-    help="Leave dotted paths matching GLOB out of the DNA, e.g. 'config.resolved_args.seed' "
-    "(a seed argument's path also leaves out training.seeds.* derived from it).",
-)
-@click.option(
-    "--deadline",
-    type=click.FloatRange(min=0.1),
-    default=4.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Time each collector gets before it is abandoned.",
-)
-@click.option(
-    "--no-cache",
-    "no_cache",
-    is_flag=True,
-    help="Hash every --data file again instead of trusting the digest cache.",
-)
+@collect_options
 @click.option("--json", "as_json", is_flag=True, help='Print {"path", "run_id", "dna", "unknown"}.')
 @click.option(
     "--record",
@@ -97,20 +142,17 @@ def generate_command(
     A section a collector could not finish is marked unknown in the manifest and its DNA
     (a warning names it); --strict makes that exit 1.
     """
-    path, manifest = generate(
+    path, manifest = collect_and_write(
         argv,
-        output=output,
+        output,
         repos=repos,
         data=data,
-        deadline_s=deadline,
         dna_ignore=dna_ignore,
-        use_cache=not no_cache,
-        progress=tty_progress(),
+        deadline=deadline,
+        no_cache=no_cache,
     )
     assert manifest.dna is not None
     unknown = manifest.unknown or {}
-    for section, reason in unknown.items():
-        click.echo(f"expdna: warning: section {section} is unknown: {reason}", err=True)
     if record:
         record_generated(config, manifest)
     if as_json:

@@ -26,6 +26,7 @@ _COLUMNS = (
     ("RUN", 30),
     ("DNA", 12),
     ("GENERATED", 20),
+    ("STATE", 11),
     ("COMMIT", 7),
     ("ALGORITHM", 10),
     ("GPU", 24),
@@ -47,6 +48,7 @@ def table(runs: Sequence[RunSummary]) -> list[str]:
             run.run_id,
             short(run.dna),
             iso(run.generated_at),
+            run.shown_state,
             (run.commit or "")[:7],
             run.algorithm,
             run.gpu_model,
@@ -99,6 +101,8 @@ def summary(record: RunRecord) -> list[str]:
         f"dna        {record.dna}",
         f"generated  {iso(record.generated_at)}",
         f"recorded   {iso(record.recorded_at)}",
+        # from the index: a status entry may have updated it since the manifest was stored
+        f"state      {record.shown_state}",
         f"commit     {record.commit or '-'}",
         f"algorithm  {record.algorithm or '-'}",
         f"gpu        {gpu}{f' ({stack})' if stack else ''}",
@@ -190,7 +194,13 @@ def runs_command(
     limit: int,
     as_json: bool,
 ) -> None:
-    """List recorded runs, newest first."""
+    """List recorded runs, newest first.
+
+    STATE is how the run ended: completed, failed, interrupted, running; "unfinished" for a
+    run still running after $EXPDNA_UNFINISHED_AFTER seconds (default 24 h) since it
+    started, most often a process that died without a word; "unknown" for a run recorded
+    before runs had a status. Select on it with --where status.state=failed.
+    """
     from expdna.store.queries import parse_where
 
     filters = [parse_where(w) for w in where]

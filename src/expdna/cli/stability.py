@@ -35,6 +35,12 @@ def render(report: Stability) -> list[str]:
         count = f"{len(report.dnas)} DNA{'s' if len(report.dnas) != 1 else ''}"
         lines.append(f"family   {short(report.family)} (across seeds)")
         lines.append(f"pooled   {count}: {', '.join(short(d) for d in report.dnas)}")
+    if report.left_out:
+        states = sorted(set(report.left_out.values()))
+        lines.append(
+            f"left out {len(report.left_out)} not completed ({', '.join(states)}; "
+            "--include-failed pools them)"
+        )
     for run_id, sections in report.incomplete.items():
         lines.append(f"unknown  {run_id}: {', '.join(sections)} (incomplete run)")
     if report.ignored:
@@ -78,6 +84,12 @@ def render(report: Stability) -> list[str]:
     is_flag=True,
     help="Pool every run of the same setup whatever its seeds (the family digest).",
 )
+@click.option(
+    "--include-failed",
+    is_flag=True,
+    help="Also pool runs that failed, were interrupted or never finished "
+    "(by default only completed runs, and runs recorded before status, count).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object.")
 @pass_config
 def stability_command(
@@ -86,17 +98,25 @@ def stability_command(
     metric_names: tuple[str, ...],
     ignore: tuple[str, ...],
     across_seeds: bool,
+    include_failed: bool,
     as_json: bool,
 ) -> None:
     """Per metric: runs, mean, sample std, min, max and CV over every run of one DNA.
 
-    CV is std / |mean|. Exit 1 when none of the metrics was reported by any run.
+    CV is std / |mean|. Only completed runs are pooled unless --include-failed (the
+    others are counted under "left out"). Exit 1 when none of the metrics was reported
+    by any run.
     """
     from expdna.store.stability import stability
 
     with open_store(config, read_only=True) as store:
         report = stability(
-            store, ref, metrics=metric_names, ignore=ignore, across_seeds=across_seeds
+            store,
+            ref,
+            metrics=metric_names,
+            ignore=ignore,
+            across_seeds=across_seeds,
+            include_failed=include_failed,
         )
     for pattern in report.unmatched:
         click.echo(

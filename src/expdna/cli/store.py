@@ -38,7 +38,8 @@ def open_store(config: StoreConfig, *, checked: bool = True, read_only: bool = F
     "--json",
     "as_json",
     is_flag=True,
-    help='Print {"ok", "objects", "runs", "problems", "unreferenced", "temp_files", "pending"}.',
+    help='Print {"ok", "objects", "runs", "problems", "unreferenced", "temp_files", "pending", '
+    '"unfinished"}.',
 )
 @pass_config
 @click.pass_context
@@ -75,6 +76,12 @@ def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None
         f"{len(report.problems)} problems; {report.unreferenced} unreferenced objects, "
         f"{report.temp_files} temporary files (expdna gc removes them)"
     )
+    if report.unfinished:
+        shown = ", ".join(report.unfinished[:10]) + (" ..." if len(report.unfinished) > 10 else "")
+        click.echo(
+            f"{len(report.unfinished)} run{'s' if len(report.unfinished) != 1 else ''} "
+            f"unfinished (still running long after the start; $EXPDNA_UNFINISHED_AFTER): {shown}"
+        )
     if report.pending:
         click.echo(
             f"{report.pending} log entries not in the index yet: a recorder at work, or one "

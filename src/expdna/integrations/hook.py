@@ -20,6 +20,12 @@ adds its node's hardware fingerprint in ``add_runtime``, and the other ranks get
 that writes nothing but knows the run id and DNA once rank 0 has them
 (:mod:`expdna.integrations.torch_nodes`). An MLflow or W&B run active at ``start`` or
 ``finish`` is tied to the expdna run both ways (:mod:`expdna.integrations.trackers`).
+
+The manifest says how the run ended (its ``status`` section, outside the DNA): ``start``
+writes the file at once with ``running``, ``finish`` (or leaving ``track``) sets
+``completed``, ``failed`` with the exception, or ``interrupted``; a process that ends
+without ``finish`` is finished as it ended (:mod:`expdna.integrations.exits`). Under
+``expdna run`` the hook joins the run that command made (:mod:`expdna.integrations.joined`).
 """
 
 from __future__ import annotations
@@ -32,19 +38,23 @@ import types
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from expdna.collectors.distributed import layout
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
+from expdna.integrations import exits
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
+from expdna.integrations.joined import NotJoined, joined_manifest
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
 from expdna.integrations.trackers import Link, tell, tie
 from expdna.manifest.lineage import edge_problem
 from expdna.manifest.model import Lineage, Manifest
 from expdna.manifest.redact import redact_text, redact_tree
+from expdna.manifest.status import ended, from_exception, own_peak_rss, started
 from expdna.store.config import StoreConfig
 
 log = logging.getLogger(__name__)
@@ -103,6 +113,10 @@ class RunHandle:
     _recorded: bool = field(default=False, repr=False)
     peers: Peers | None = field(default=None, repr=False)
     links: dict[str, Link] = field(default_factory=dict, repr=False)
+    #: Set once the run has ended (its status is final).
+    _ended: bool = field(default=False, repr=False)
+    #: Joined a run ``expdna run`` made: write its file at ``path``, record nothing.
+    _joined: bool = field(default=False, repr=False)
 
     @property
     def dna(self) -> str | None:
@@ -191,12 +205,7 @@ class RunHandle:
         """Write the file (when there is an output dir) and record the run once in the store."""
         assert self.manifest is not None
         self._link_trackers()
-        if self.output_dir is not None:
-            path, warning = write_file(self.manifest, self.output_dir, self.deadline_s)
-            if warning:
-                self._warn(warning)
-            else:
-                self.path = path
+        self._write()
         if not self._recorded and self.store.configured:
             warning = self.store.record(self.manifest)
             if warning:
@@ -205,14 +214,50 @@ class RunHandle:
                 self._recorded = True
         self._warn_all(tell(self.links, self.manifest, self.deadline_s))
 
+    def _write(self) -> None:
+        """Write the manifest file (when there is an output dir, or a joined run's path)."""
+        assert self.manifest is not None
+        if self.output_dir is None:
+            return
+        path, warning = write_file(
+            self.manifest, self.output_dir, self.deadline_s, self.path if self._joined else None
+        )
+        if warning:
+            self._warn(warning)
+        else:
+            self.path = path
+
     def log_final(self, **metrics: Any) -> None:
         """Set final metrics (recorded by :meth:`finish`)."""
         self.metrics.update(metrics)
 
-    def finish(self, metrics: Mapping[str, Any] | None = None) -> RunHandle:
-        """Record the final metrics (outside the DNA): rewrite the file, tell the store."""
+    def finish(
+        self, metrics: Mapping[str, Any] | None = None, *, error: BaseException | None = None
+    ) -> RunHandle:
+        """Record how the run ended and its final metrics (both outside the DNA): rewrite
+        the file, tell the store. ``error``: the exception that ended it (``failed``; a
+        ``KeyboardInterrupt`` is ``interrupted``), else ``completed``. The first end sets
+        the status; finishing again only adds metrics."""
+        return self.end(error, metrics=metrics)
+
+    def end(
+        self,
+        error: BaseException | None = None,
+        *,
+        signal_name: str | None = None,
+        metrics: Mapping[str, Any] | None = None,
+    ) -> RunHandle:
+        """:meth:`finish`, and what :mod:`expdna.integrations.exits` calls as the process
+        ends: ``signal_name`` makes the run ``interrupted`` by that signal."""
         if self.manifest is None:
             return self
+        exits.forget(self)
+        if self._ended and not metrics:
+            return self
+        ending = not self._ended
+        if ending:
+            self._ended = True
+            self._set_status(error, signal_name)
         if metrics:
             self.metrics.update(metrics)
         try:
@@ -228,8 +273,30 @@ class RunHandle:
             warning = self.store.record_metrics(self.manifest.run_id, self.manifest.metrics)
             if warning:
                 self._warn(warning)
+        if already and ending and self.manifest.status is not None and self.store.configured:
+            status = self.manifest.status.model_dump(mode="json")
+            self._warn_all([self.store.record_status(self.manifest.run_id, status)])
         self.store.close()
         return self
+
+    def _set_status(self, error: BaseException | None, signal_name: str | None) -> None:
+        assert self.manifest is not None
+        try:
+            state, failure, signal = from_exception(error)
+            if signal_name is not None:
+                state, signal = "interrupted", signal_name
+            code = error.code if isinstance(error, SystemExit) else None
+            begun = self.manifest.status or started()
+            self.manifest.status = ended(
+                begun,
+                state,
+                exit_code=code if isinstance(code, int) else None,
+                error=failure,
+                signal=signal,
+                peak_rss_bytes=own_peak_rss(),
+            )
+        except Exception as exc:  # the status is an extra: it must never cost the manifest
+            self._warn(f"status not recorded: {type(exc).__name__}: {exc}")
 
     def pin(self, path: str | os.PathLike[str], name: str | None = None) -> str | None:
         """Pin a checkpoint's content digest to this run; returns ``blake3:<hex>`` or ``None``.
@@ -293,6 +360,8 @@ def start(
 ) -> RunHandle | None:
     """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
 
+    The file is written at once with status ``running`` (see the module doc).
+
     ``args`` is the parsed configuration (``argparse.Namespace``, dict, dataclass, pydantic
     model); ``None`` records the arguments parsed from ``sys.argv``. The manifest is written
     to ``<output_dir>/manifest_<run_id>.json`` by :meth:`RunHandle.add_runtime` (or
@@ -307,12 +376,16 @@ def start(
     raises (unless the caller made that warning an error): returns ``None`` with one
     warning when no manifest can be collected at all.
     """
+    begun = datetime.now(timezone.utc)
     try:
         peers = _peers()
         if peers is not None and not peers.layout.writes:
             # Another rank of a torch.distributed job: rank 0 collects and writes.
             return RunHandle(manifest=None, deadline_s=_deadline(deadline_s), peers=peers)
         notes: list[str] = []
+        joined = _joined(_deadline(deadline_s), registry, collectors, peers, notes)
+        if joined is not None:
+            return joined
         if not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
             notes.append(
                 f"deadline_s={deadline_s!r} is not a positive number of seconds; "
@@ -347,6 +420,10 @@ def start(
         return None
     if lineage is not None:
         _add_lineage(manifest, lineage, notes)
+    try:
+        manifest.status = started(begun)
+    except Exception as exc:  # the status is an extra: it must never cost the manifest
+        notes.append(f"status not recorded: {type(exc).__name__}: {exc}")
     handle = RunHandle(
         manifest=manifest,
         output_dir=Path(output_dir) if output_dir is not None else None,
@@ -364,6 +441,46 @@ def start(
         handle._warn(message)
         if strict:
             warnings.warn(f"expdna: {message}", IncompleteManifestWarning, stacklevel=2)
+    _begin(handle)
+    return handle
+
+
+def _begin(handle: RunHandle) -> None:
+    """Write the manifest now (status ``running``), so a process that dies leaves it, and
+    end the run with the process if ``finish`` never comes."""
+    handle._write()
+    exits.watch(handle)
+
+
+def _joined(
+    deadline_s: float,
+    registry: Registry | None,
+    collectors: Iterable[str] | None,
+    peers: Peers | None,
+    notes: list[str],
+) -> RunHandle | None:
+    """A handle on the run ``expdna run`` made for this process, if it made one."""
+    try:
+        found = joined_manifest()
+    except NotJoined as exc:
+        notes.append(f"{exc}; recording this run on its own")
+        return None
+    if found is None:
+        return None
+    path, manifest = found
+    # expdna run records the run when the command ends: nothing is recorded from here.
+    handle = RunHandle(
+        manifest=manifest,
+        output_dir=path.parent,
+        deadline_s=deadline_s,
+        path=path,
+        _registry=registry,
+        _reuse_hardware=registry is None and collectors is None,
+        peers=peers,
+        _joined=True,
+    )
+    log.info("expdna: joined run %s (%s)", manifest.run_id, path)
+    exits.watch(handle)
     return handle
 
 
@@ -444,10 +561,15 @@ class Tracking:
         self.run.add_runtime()
         return self.run
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
         # Returning None lets the training code's own exception pass through unchanged.
         if self.run is not None:
-            self.run.finish()
+            self.run.finish(error=exc)
 
 
 def track(
@@ -472,7 +594,9 @@ def track(
     :meth:`RunHandle.finish`. It yields a :class:`RunHandle` (an inert one when collection
     was impossible, so the body never needs a check). Set metrics with
     ``run.log_final(val_loss=...)`` or ``run.metrics[...]``. Exceptions of the training code
-    pass through unchanged; the manifest is written and the metrics set so far recorded.
+    pass through unchanged; the manifest is written with status ``failed`` (the exception's
+    type and message, redacted; ``interrupted`` for a ``KeyboardInterrupt``) and the
+    metrics set so far recorded.
     ``lineage`` and ``strict`` are as for :func:`start`.
     """
     caller = caller_file if caller_file is not None else _caller_file()

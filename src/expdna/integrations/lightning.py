@@ -85,6 +85,17 @@ class ExpdnaCallback(Callback):
         except Exception as exc:  # the hook's promise, kept around the framework's parts
             log.warning("expdna: Lightning setup not recorded: %s: %s", type(exc).__name__, exc)
 
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        """The fit raised: the run ends ``failed`` with the exception (``interrupted`` for a
+        ``KeyboardInterrupt``); teardown then finds it ended and only adds the metrics."""
+        run = self.run
+        if run is None or not self._open:
+            return
+        try:
+            run.finish(error=exception)
+        except Exception as exc:  # the hook's promise, kept around the framework's parts
+            log.warning("expdna: Lightning failure not recorded: %s: %s", type(exc).__name__, exc)
+
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
         run = self.run
         if stage != "fit" or not self._open:

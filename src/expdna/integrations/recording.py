@@ -57,13 +57,15 @@ def manifest_path(output_dir: Path, manifest: Manifest) -> Path:
 
 
 def write_file(
-    manifest: Manifest, output_dir: Path, deadline_s: float
+    manifest: Manifest, output_dir: Path, deadline_s: float, path: Path | None = None
 ) -> tuple[Path | None, str | None]:
-    """Write ``<output_dir>/manifest_<run_id>.json`` atomically (the directory is created)."""
+    """Write ``<output_dir>/manifest_<run_id>.json`` (or ``path``) atomically (the
+    directory is created)."""
+    target = path if path is not None else manifest_path(output_dir, manifest)
 
     def write() -> Path:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        return write_manifest(manifest, manifest_path(output_dir, manifest))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return write_manifest(manifest, target)
 
     return guarded("writing the manifest", write, deadline_s)
 
@@ -75,6 +77,8 @@ class RunStore(Protocol):
     def record(self, manifest: Manifest) -> object: ...
 
     def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> object: ...
+
+    def record_status(self, run_id: str, status: Mapping[str, Any]) -> object: ...
 
     def pin(self, *, run_id: str, digest: str, name: str, path: str, size: int) -> object: ...
 
@@ -150,6 +154,12 @@ class StoreLink:
         return self._call(
             "recording metrics in the store",
             lambda store: store.record_metrics(run_id, dict(metrics)),
+        )
+
+    def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
+        return self._call(
+            "recording the run's status in the store",
+            lambda store: store.record_status(run_id, dict(status)),
         )
 
     def pin(self, run_id: str, digest: str, *, name: str, path: str, size: int) -> str | None:

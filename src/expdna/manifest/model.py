@@ -221,6 +221,33 @@ class Lineage(_Open):
     parent: str = Field(description="The run id of the earlier run.")
 
 
+RunState = Literal["running", "completed", "failed", "interrupted"]
+#: The states a run ends in; ``running`` is the state while it has not ended (or died).
+END_STATES: tuple[RunState, ...] = ("completed", "failed", "interrupted")
+
+
+class RunError(_Open):
+    """The exception that ended a failed run, redacted."""
+
+    type: str
+    message: str
+
+
+class RunStatus(_Open):
+    """How the run ended (or that it has not yet). Outside the DNA: the same setup may crash
+    once and succeed once; :mod:`expdna.manifest.status` makes it."""
+
+    state: RunState
+    exit_code: int | None = Field(None, description="The process's exit code, where known.")
+    error: RunError | None = Field(None, description="The exception of a failed run.")
+    signal: str | None = Field(None, description="The signal that interrupted it (SIGTERM).")
+    started_at: str = Field(description="UTC, ISO 8601 (Z).")
+    ended_at: str | None = None
+    duration_s: float | None = None
+    peak_rss_bytes: int | None = Field(None, description="Peak resident memory of the process.")
+    host: str | None = Field(None, description="The host it ran on, redacted.")
+
+
 class Manifest(_Open):
     schema_version: str = SCHEMA_VERSION
     run_id: str
@@ -246,6 +273,12 @@ class Manifest(_Open):
             "DNA sections a collector could not finish (failed or missed its deadline), "
             "with the reason. Being unknown is part of the section's DNA projection."
         ),
+    )
+    status: RunStatus | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="How the run ended (not in the DNA); absent in manifests written before "
+        "it existed, which read as an unknown state.",
     )
     collection: Collection = Field(default_factory=Collection)
     dna: Dna | None = None

@@ -40,10 +40,20 @@ class RunSummary:
     family: str | None = None
     #: DNA sections a collector could not finish, comma-separated; None when complete.
     unknown: str | None = None
+    #: ``status.state``; None for a run recorded before status existed (unknown).
+    state: str | None = None
 
     @property
     def unknown_sections(self) -> list[str]:
         return self.unknown.split(",") if self.unknown else []
+
+    @property
+    def shown_state(self) -> str:
+        """The state as listings show it: ``unknown`` (recorded before status existed),
+        ``unfinished`` (still ``running`` past the age limit), or the state itself."""
+        from expdna.manifest.status import shown_state
+
+        return shown_state(self.state, self.generated_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +70,8 @@ class RunSummary:
             "python_version": self.python_version,
             "family": self.family,
             "unknown": self.unknown_sections,
+            "state": self.state,
+            "unfinished": self.shown_state == "unfinished",
         }
 
 
@@ -113,6 +125,9 @@ class FsckReport:
     temp_files: int
     #: log entries the index has not applied yet, young enough to be a recorder at work
     pending: int = 0
+    #: runs still ``running`` past the age limit (expdna.manifest.status): not problems,
+    #: most often processes that died without a word
+    unfinished: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -58,6 +58,7 @@ _TEXT_COLUMNS: dict[str, Any] = {
     "cuda": Run.cuda_version,
     "nccl": Run.nccl_version,
     "python": Run.python_version,
+    "state": Run.state,
     "schema_version": Run.schema_version,
     **{f"{name}_digest": column for name, column in SECTION_COLUMNS.items()},
 }

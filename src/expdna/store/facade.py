@@ -497,6 +497,14 @@ class Store:
 
         return metrics_mod.record_metrics(self.index, self.log, run_id, metrics)
 
+    def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
+        """Tell the store how a recorded run ended (``status`` as the manifest's section);
+        returns the state now. Outside the DNA, like metrics: the stored manifest stays,
+        the index's ``runs.state`` and ``status.`` facts change. Unknown run: exit 1."""
+        from expdna.store import status as status_mod
+
+        return status_mod.record_status(self.index, self.log, run_id, status)
+
     def metrics(self, ref: str) -> dict[str, float]:
         """The numeric final metrics of a run (by id or DNA prefix), by flattened name."""
         from expdna.store import metrics as metrics_mod

@@ -1,6 +1,6 @@
 """Index-only facts written through the log: the entry first, then the row that applies it.
 
-``pin``, ``link`` and metrics updates each write one log entry (expdna.store.objects.log)
+``pin``, ``link``, metrics and status updates each write one log entry (expdna.store.objects.log)
 and then, in one index transaction, the rows and the entry's name. ``reindex`` replays the
 same entries through the same functions (:data:`APPLY`), so a rebuilt index holds what the
 old one held, times included.
@@ -49,6 +49,11 @@ def write_logged(
 
 def appliers() -> dict[str, Apply]:
     """Kind -> how to apply it (imported on use: each module pulls its own tables)."""
-    from expdna.store import lineage, metrics, pins
+    from expdna.store import lineage, metrics, pins, status
 
-    return {"pin": pins.apply_entry, "link": lineage.apply_entry, "metrics": metrics.apply_entry}
+    return {
+        "pin": pins.apply_entry,
+        "link": lineage.apply_entry,
+        "metrics": metrics.apply_entry,
+        "status": status.apply_entry,
+    }

@@ -23,6 +23,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import Connection, delete, exists, func, select
 
@@ -119,7 +120,10 @@ def fsck(objects: ObjectStore, index: Index, log: LogStore | None = None) -> Fsc
         )
         problems += [f"run {run_id}: references a blob row that is missing" for run_id in dangling]
     temp_files = sum(1 for _ in objects.temp_files())
+    with index.read() as conn:
+        unfinished = unfinished_runs(conn)
     return FsckReport(
+        unfinished=unfinished,
         objects=count,
         runs=int(runs),
         problems=problems,
@@ -127,6 +131,21 @@ def fsck(objects: ObjectStore, index: Index, log: LogStore | None = None) -> Fsc
         temp_files=temp_files,
         pending=standing.pending,
     )
+
+
+def unfinished_runs(conn: Connection, now: datetime | None = None) -> list[str]:
+    """Run ids still ``running`` past the age limit of :mod:`expdna.manifest.status`
+    (``generated_at`` is when the run started), oldest first."""
+    from expdna.manifest.status import unfinished_after_s
+
+    moment = now or datetime.now(timezone.utc).replace(tzinfo=None)
+    cutoff = moment - timedelta(seconds=unfinished_after_s())
+    rows = conn.execute(
+        select(Run.run_id)
+        .where(Run.state == "running", Run.generated_at < cutoff)
+        .order_by(Run.generated_at)
+    )
+    return [str(run_id) for run_id in rows.scalars()]
 
 
 def _old(path: str, cutoff: float) -> bool:

@@ -60,6 +60,7 @@ SUMMARY_COLUMNS = (
     Run.python_version,
     Run.family,
     Run.unknown,
+    Run.state,
 )
 
 #: Dotted manifest paths answered from ``runs`` columns rather than from facts.
@@ -67,6 +68,7 @@ COLUMN_PATHS: dict[str, Any] = {
     "run_id": Run.run_id,
     "dna.value": Run.dna,
     "schema_version": Run.schema_version,
+    "status.state": Run.state,
     **{f"dna.sections.{name}": column for name, column in SECTION_COLUMNS.items()},
 }
 

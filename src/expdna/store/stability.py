@@ -17,6 +17,10 @@ the target's. Two shortcuts keep that cheap on a large store:
 - runs with one DNA have identical identity projections, and ignoring more removes the
   same members from identical trees, so the recomputed DNA depends on the stored DNA
   alone: one manifest is read and hashed per distinct candidate DNA, not per run.
+
+Only runs that completed are pooled (and those recorded before runs had a status, whose
+state is unknown): a run that failed, was interrupted or is still running (or died
+without a word) is left out and named in ``left_out``, unless ``include_failed``.
 """
 
 from __future__ import annotations
@@ -171,11 +175,14 @@ class Stability:
     family: str | None = None
     #: Run id -> the DNA sections it could not collect, for the incomplete runs of the group.
     incomplete: dict[str, list[str]] = field(default_factory=dict)
+    #: Run id -> its state, for the runs of the group left out (not completed).
+    left_out: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "family": self.family,
             "incomplete": dict(self.incomplete),
+            "left_out": dict(self.left_out),
             "dna": self.dna,
             "runs": list(self.runs),
             "ignored": list(self.ignored),
@@ -223,8 +230,19 @@ def _widened(
     return pooled, unmatched
 
 
-def _runs(conn: Connection, dnas: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
-    """Run ids of ``dnas``, oldest first, and the unknown sections of incomplete ones."""
+#: States whose runs are pooled; None is a run recorded before status existed (unknown).
+POOLED_STATES = ("completed", None)
+
+
+def _pooled(state: str | None, include_failed: bool) -> bool:
+    return include_failed or state in POOLED_STATES
+
+
+def _runs(
+    conn: Connection, dnas: Sequence[str], include_failed: bool
+) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    """Run ids of ``dnas``, oldest first, the unknown sections of incomplete ones, and the
+    runs left out for their state."""
     from sqlalchemy import select
 
     from expdna.store.index.bulk import chunks
@@ -232,14 +250,18 @@ def _runs(conn: Connection, dnas: Sequence[str]) -> tuple[list[str], dict[str, l
 
     found: list[tuple[datetime, str]] = []
     incomplete: dict[str, list[str]] = {}
+    left_out: dict[str, str] = {}
     for chunk in chunks(dnas):
-        for moment, run_id, unknown in conn.execute(
-            select(Run.generated_at, Run.run_id, Run.unknown).where(Run.dna.in_(chunk))
+        for moment, run_id, unknown, state in conn.execute(
+            select(Run.generated_at, Run.run_id, Run.unknown, Run.state).where(Run.dna.in_(chunk))
         ):
+            if not _pooled(state, include_failed):
+                left_out[run_id] = state or "unknown"
+                continue
             found.append((moment, run_id))
             if unknown:
                 incomplete[run_id] = unknown.split(",")
-    return [run_id for _, run_id in sorted(found)], incomplete
+    return [run_id for _, run_id in sorted(found)], incomplete, left_out
 
 
 def _family_dnas(conn: Connection, family: str) -> list[str]:
@@ -252,9 +274,9 @@ def _family_dnas(conn: Connection, family: str) -> list[str]:
 
 
 def _metric_rows(
-    conn: Connection, dnas: Sequence[str], names: Sequence[str]
+    conn: Connection, dnas: Sequence[str], names: Sequence[str], include_failed: bool
 ) -> list[tuple[str, str, float]]:
-    from sqlalchemy import select
+    from sqlalchemy import or_, select
 
     from expdna.store.index.bulk import chunks
     from expdna.store.index.models import Metric, Run
@@ -268,6 +290,8 @@ def _metric_rows(
         )
         if names:
             stmt = stmt.where(Metric.name.in_(names))
+        if not include_failed:
+            stmt = stmt.where(or_(Run.state.is_(None), Run.state == "completed"))
         rows += [(run_id, name, value) for run_id, name, value in conn.execute(stmt)]
     return rows
 
@@ -279,6 +303,7 @@ def stability(
     metrics: Sequence[str] = (),
     ignore: Sequence[str] = (),
     across_seeds: bool = False,
+    include_failed: bool = False,
 ) -> Stability:
     """Statistics of the final metrics of every run sharing the DNA of ``ref``.
 
@@ -287,7 +312,8 @@ def stability(
     :class:`~expdna.store.errors.RunNotFoundError` (exit 1). ``metrics``: only these
     (default all). ``ignore``: ``dna_ignore`` globs that widen the group (module doc).
     ``across_seeds``: the group is every run of the target's family (its DNA with every seed
-    left out), the "N seeds, one setup" question.
+    left out), the "N seeds, one setup" question. ``include_failed``: pool every run of the
+    group whatever its state (by default only completed runs and those of unknown state).
     """
     patterns = check_ignore(ignore)
     names = list(dict.fromkeys(metrics))
@@ -304,8 +330,8 @@ def stability(
             )
         if family is not None:
             dnas += [d for d in _family_dnas(conn, family) if d not in dnas]
-        runs, incomplete = _runs(conn, dnas)
-        rows = _metric_rows(conn, dnas, names)
+        runs, incomplete, left_out = _runs(conn, dnas, include_failed)
+        rows = _metric_rows(conn, dnas, names, include_failed)
     summary = summarise_rows(rows, names)
     return Stability(
         dna=target.dna,
@@ -317,4 +343,5 @@ def stability(
         unmatched=unmatched,
         family=family,
         incomplete=incomplete,
+        left_out=left_out,
     )

@@ -37,6 +37,15 @@ SCHEMAS: dict[str, Any] = {
             "recorded_at": _STR,
             **{name: _OPT for name in _SUMMARY_FIELDS},
             "unknown": {"type": "array", "items": _STR},
+            "state": {
+                **_OPT,
+                "description": "status.state: running, completed, failed, interrupted; "
+                "null for a run recorded before status existed",
+            },
+            "unfinished": {
+                "type": "boolean",
+                "description": "still running long after its start ($EXPDNA_UNFINISHED_AFTER)",
+            },
         },
     },
     "RunRecord": {

@@ -14,7 +14,7 @@ from expdna.store.facade import Store
 from expdna.store.queries import parse_where
 from expdna.ui import reads
 from expdna.ui.app import render
-from expdna.ui.params import any_given, find_filters, runs_query, text, values, whole
+from expdna.ui.params import any_given, find_filters, flag, runs_query, text, values, whole
 from expdna.ui.svg import lineage_graph, strip, strips_per_value
 
 #: Lines and characters of a patch shown on a run's page, so a page stays under 200 KB;
@@ -132,6 +132,8 @@ def dna_page(request: Request) -> Response:
 
     store = _store(request)
     dna = store.resolve_dna(request.path_params["prefix"])
+    # Stability pools completed runs only, unless ?include_failed=1 (as the CLI's flag).
+    include_failed = flag(request.query_params, "include_failed")
     with store.index.read() as conn:
         twins = queries.select_runs(conn, dna=dna)
         family = twins[0].family if twins else None
@@ -141,7 +143,7 @@ def dna_page(request: Request) -> Response:
     for title, across in (("This DNA", False), ("Across seeds (family)", True)):
         if across and family is None:
             continue
-        report = stability(store, dna, across_seeds=across)
+        report = stability(store, dna, across_seeds=across, include_failed=include_failed)
         with store.index.read() as conn:
             values = reads.metric_values(conn, report.runs)
         plots = {name: strip(values.get(name, []), s) for name, s in report.metrics.items()}
@@ -153,6 +155,7 @@ def dna_page(request: Request) -> Response:
         "relatives": relatives,
         "family_count": family_count,
         "groups": groups,
+        "include_failed": include_failed,
     }
     return render(request, "dna.html", context)
 

@@ -364,3 +364,27 @@ def test_run_page_names_the_mlflow_and_wandb_runs_and_links_only_an_http_server(
     assert '<a href="http://mlf:5000/#/experiments/7/runs/abc123">abc123</a>' in page
     assert "w1x2y3z4 (vit)" in page
     assert "r9 (javascript:alert(1))" in other and 'href="javascript:' not in other
+
+
+def test_dna_page_pools_completed_runs_unless_asked(tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from expdna.store import Store
+    from expdna.store.config import StoreConfig
+    from expdna.ui.app import create_app
+    from tests.factories import dna, manifest_of, seed_doc
+
+    started = {"state": "running", "started_at": "2026-08-07T00:00:00Z"}
+    docs = [seed_doc(70_000 + k, final_loss=1.0 + k) for k in range(3)]
+    docs[1]["status"] = {**started, "state": "completed"}
+    docs[2]["status"] = {**started, "state": "failed", "exit_code": 1}
+    root = tmp_path / "store"
+    with Store.open(root) as store:
+        store.record_many([manifest_of(d) for d in docs])
+    prefix = dna(manifest_of(docs[0]))[:8]
+    with TestClient(create_app(StoreConfig(path=root))) as client:
+        html = client.get(f"/dna/{prefix}").text
+        # the run of unknown state (no status) and the completed one: mean 1.5
+        assert "1 not completed left out" in html and '<td class="num">1.5</td>' in html
+        wide = client.get(f"/dna/{prefix}", params={"include_failed": "1"}).text
+        assert "every state pooled" in wide and '<td class="num">2</td>' in wide

@@ -107,6 +107,9 @@ class Run(Base):
     setup: Mapped[str | None] = mapped_column(HEX64, index=True)
     #: DNA sections a collector could not finish, comma-separated; NULL when complete.
     unknown: Mapped[str | None] = mapped_column(Text)
+    #: ``status.state`` (running, completed, failed, interrupted); NULL for runs recorded
+    #: before status existed (unknown). A ``status`` log entry updates it.
+    state: Mapped[str | None] = mapped_column(String(16), index=True)
 
 
 class FactPath(Base):

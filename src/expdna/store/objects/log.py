@@ -32,7 +32,7 @@ from expdna.store.objects.directory import READ_ONLY, TEMP_PREFIX, fsync_path
 
 LOG_DIR = "log"
 VERSION = 1
-KINDS = ("record", "pin", "link", "metrics")
+KINDS = ("record", "pin", "link", "metrics", "status")
 _NAME = re.compile(r"(\d{8}T\d{12}Z)-([0-9a-f]{64})")
 _COUNTER = itertools.count()
 

@@ -34,6 +34,12 @@ NOT_FACTS: tuple[str, ...] = (
     "config.config_file_details.*.text",
     "collection.duration_ms",
     "collection.collectors.*.duration_ms",
+    # status: the state is a ``runs`` column; times and memory are unique per run.
+    "status.state",
+    "status.started_at",
+    "status.ended_at",
+    "status.duration_s",
+    "status.peak_rss_bytes",
 )
 _NOT_FACTS = re.compile("|".join(f"(?:{fnmatch.translate(g)})" for g in NOT_FACTS))
 #: Top-level keys left out whole (``runs`` columns).

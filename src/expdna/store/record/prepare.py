@@ -126,6 +126,13 @@ def _typed_columns(doc: dict[str, Any]) -> dict[str, str | None]:
     }
 
 
+def _state(doc: dict[str, Any]) -> str | None:
+    """``status.state`` for the ``runs.state`` column; None without a status (unknown)."""
+    status = doc.get("status")
+    state = status.get("state") if isinstance(status, dict) else None
+    return state if isinstance(state, str) else None
+
+
 def _unknown(doc: dict[str, Any]) -> str | None:
     """The sections a collector could not finish, comma-separated; None when complete."""
     unknown = doc.get("unknown")
@@ -319,6 +326,7 @@ def prepare_doc(
         "family": form.family,
         "setup": form.setup,
         "unknown": _unknown(doc),
+        "state": _state(doc),
         **_typed_columns(doc),
     }
     return Prepared(

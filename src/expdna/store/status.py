@@ -1,0 +1,84 @@
+"""How a run ended, told to the store after the run was recorded.
+
+A run is recorded while it runs (``status.state`` ``running``); its end arrives later as a
+``status`` log entry, as final metrics do (:mod:`expdna.store.metrics`): the stored
+manifest (an immutable object) keeps what was recorded, and the index is brought up to
+date: the ``runs.state`` column and the run's own facts under ``status.`` (``--where
+status.exit_code=3``). ``reindex`` replays the entry through :func:`apply_entry`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection, delete, select, update
+
+from expdna.errors import InvalidInputError
+from expdna.store.index.bulk import bulk_insert, chunks
+from expdna.store.index.engine import Index
+from expdna.store.index.intern import InternCache, intern_pairs
+from expdna.store.index.models import Fact, FactPath, FactValue, Run
+from expdna.store.logged import write_logged
+from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.queries import run_pk
+from expdna.store.record.flatten import flatten
+
+_PREFIX = "status."
+
+
+def checked_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """``status`` as the manifest model holds it (plain JSON); bad input is exit 2."""
+    from pydantic import ValidationError
+
+    from expdna.manifest.model import RunStatus
+
+    try:
+        return RunStatus.model_validate(dict(status)).model_dump(mode="json")
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"not a run status: {exc}") from None
+
+
+def replace_status(conn: Connection, run: int, status: dict[str, Any]) -> None:
+    """Set the run's state column and replace its ``status.`` facts (in a write transaction)."""
+    state = status.get("state")
+    conn.execute(update(Run).where(Run.id == run).values(state=state))
+    path_ids = (
+        conn.execute(select(FactPath.id).where(FactPath.path >= _PREFIX, FactPath.path < "status/"))
+        .scalars()
+        .all()
+    )
+    for ids in chunks(list(path_ids)):
+        conn.execute(
+            delete(Fact).where(
+                Fact.run_pk == run,
+                Fact.value_id.in_(select(FactValue.id).where(FactValue.path_id.in_(ids))),
+            )
+        )
+    facts, _ = flatten({"status": status})
+    if facts:
+        interned = intern_pairs(conn, facts, InternCache())
+        bulk_insert(
+            conn,
+            Fact,
+            ("value_id", "run_pk"),
+            sorted((interned.values[pair], run) for pair in facts),
+        )
+
+
+def apply_entry(conn: Connection, entry: LogEntry) -> str | None:
+    """A ``status`` log entry's rows (recording it, or ``reindex`` replaying it)."""
+    status = dict(entry.body["status"])
+    replace_status(conn, run_pk(conn, str(entry.body["run_id"])), status)
+    state = status.get("state")
+    return str(state) if state is not None else None
+
+
+def record_status(
+    index: Index, log: StoreLog, run_id: str, status: Mapping[str, Any]
+) -> str | None:
+    """:meth:`expdna.store.Store.record_status`: checked, logged, one write transaction."""
+    clean = checked_status(status)
+    with index.read() as conn:
+        run_pk(conn, run_id)  # an unknown run is refused before anything is written
+    return write_logged(index, log, "status", {"run_id": run_id, "status": clean}, apply_entry)
