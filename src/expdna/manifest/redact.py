@@ -97,8 +97,13 @@ def _redact_argv(argv: list[str], home: Rule | None, hidden: set[str] | None = N
             flag = word
             out.append(_redact_text(word, home))
             continue
-        out.append(_backstop_word(_redact_text(word, home)))
+        # a positional hex word is a digest, an id or a cache key far more often than a key
+        # (as in prose); a hex key as a flag's value is hidden unless the flag names a digest
+        out.append(word if _HEX_WORD.fullmatch(word) else _backstop_word(_redact_text(word, home)))
     return out
+
+
+_HEX_WORD = re.compile(r"[0-9a-fA-F]+")
 
 
 def redact_text(text: str) -> str:

@@ -157,10 +157,11 @@ ASSIGNMENT = re.compile(
         (?P<name>-{0,2}[A-Za-z_][\w.\-]*)["']?\]?[ \t]*(?:=(?!=)|:)[ \t]*
       | (?P<flag>--?[A-Za-z][\w.\-]*)[ \t]+(?![-"'])
     )
-    (?:"(?P<v1>[^"\n]*)"|'(?P<v2>[^'\n]*)'|(?P<v3>[^\s'"`,;&)}\]]+))
+    (?:"(?P<v1>[^"\n]*)"|'(?P<v2>[^'\n]*)'|(?P<v3>(?:[^\s'"`,;&)}\]\\]|\\(?![nrt"]))+))
     """,
     re.VERBOSE,
 )
+# (a value stops at an escaped newline, tab or quote: `"--pw X\n"` in a JSON string)
 
 
 # `password: |` opens a block redacted line by line; `Authorization: Bearer` names a scheme.
