@@ -57,6 +57,7 @@ _CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _WORD = 3
 _IN_WORDS = 0.75
 _ID_TAIL = 13
+_VOWELS = 0.28
 _ASCENDING_HINT = re.compile(r"abc|ABC|012|123|234|345|456|567|678|789")
 _MIN_HEX = 32
 _MIN_TOKEN = 20
@@ -116,8 +117,14 @@ def _identifier(value: str) -> bool:
         return False
     words = [p for p in parts if not p.isdigit()]
     numbers = len(parts) - len(words)
+    acronyms = [w for w in words if w.isupper()]
+    if len(words) < 2 or numbers > 2 or len(acronyms) > 2 or any(len(w) > 5 for w in acronyms):
+        return False
+    letters = sum(map(len, words))
     in_words = sum(len(w) for w in words if len(w) >= _WORD)
-    return len(words) >= 2 and numbers <= 2 and in_words >= _IN_WORDS * sum(map(len, words))
+    vowels = sum(c in "aeiouAEIOU" for c in value)
+    # words of people have vowels: 40 % of English letters, 19 % of random ones
+    return in_words >= _IN_WORDS * letters and vowels >= _VOWELS * letters
 
 
 def looks_random(value: str) -> bool:
