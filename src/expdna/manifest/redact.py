@@ -155,6 +155,10 @@ def _copy(obj: Any) -> Any:
 _BACKSTOP_SECTIONS = ("config.", "command.")
 
 
+# Where a secret-named key hides the whole dict under it: the run's own values.
+_BLOCK_SECTIONS = ("config.resolved_args.", "config.config_values.")
+
+
 class _Walk:
     """One redaction of one tree: the home pattern, looked up once, and the changed paths.
 
@@ -163,8 +167,9 @@ class _Walk:
     collects the secrets hidden whole, to hide their copies elsewhere in the tree.
     """
 
-    def __init__(self, home: Rule | None) -> None:
+    def __init__(self, home: Rule | None, *, blocks: tuple[str, ...] = _BLOCK_SECTIONS) -> None:
         self.home = home
+        self.blocks = blocks  # where a secret-named key hides the dict under it
         self.changed: list[str] = []
         self.hidden: set[str] = set()
 
@@ -180,7 +185,7 @@ class _Walk:
         new = _redact_text(obj, self.home)
         parsed = embedded_json(obj)
         if parsed is not None:  # JSON in a string: walked by name, like a config file
-            inner = _Walk(self.home)
+            inner = _Walk(self.home, blocks=("",))
             walked = inner.value(parsed, "", "", "")
             self.hidden |= inner.hidden
             new = rewrite(new, changed_strings(parsed, walked))
@@ -210,7 +215,11 @@ class _Walk:
             out: dict[Any, Any] = {}
             for k, v in obj.items():
                 name = str(k)
-                inside = secret or (isinstance(v, dict) and is_secret_name(name))
+                inside = secret or (
+                    isinstance(v, dict)
+                    and f"{path}.{name}".startswith(self.blocks)
+                    and _secret_key(name)
+                )
                 out[k] = self.value(v, f"{path}.{name}" if path else name, name, key, inside)
             return out
         if isinstance(obj, (list, tuple)):
@@ -262,6 +271,12 @@ class _Walk:
         """The hidden secrets worth looking for elsewhere, longest first."""
         found = (s for s in self.hidden if len(s) >= _MIN_SPREAD and REDACTED_MARK not in s)
         return sorted(found, key=len, reverse=True)
+
+
+def _secret_key(name: str) -> bool:
+    """A config key that says secret: its dict is hidden whole. Not a path or a file name
+    (`config_file_details` is keyed by paths, which may hold any word)."""
+    return "/" not in name and "." not in name and is_secret_name(name)
 
 
 # Shorter hidden values (`***`, a 4-digit PIN) are not looked for elsewhere: too likely to
