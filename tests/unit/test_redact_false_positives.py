@@ -64,7 +64,7 @@ def prose_hits(text: str) -> list[str]:
     """Words the prose backstop would hide that no shape rule hides on their line."""
     hits = []
     for m in BARE_WORD.finditer(text):
-        if bare_backstop(m) == m.group(0) or m.group(0) in EXAMPLES:
+        if bare_backstop(m) == m.group(0) or any(e in m.group(0) for e in EXAMPLES):
             continue
         start = text.rfind("\n", 0, m.start()) + 1
         end = text.find("\n", m.end())
