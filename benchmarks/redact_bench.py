@@ -6,7 +6,9 @@ same inputs, so the ratio is what to compare on a shared, noisy machine.
 
     python benchmarks/redact_bench.py [--baseline REF] [--repeat 500]
 
-Targets (issue "Redaction v2"): 3 KB manifest under 2 ms, 1 MiB patch under 50 ms. The
+Targets (issues "Redaction v2" and "Redaction v3"): 3 KB manifest under 2 ms, 1 MiB patch
+under 50 ms. To compare with v2 itself, run this script from a checkout of the v2 commit with
+``PYTHONPATH=<that checkout>/src`` and again from this one, back to back. The
 patch is PyTorch's nn/optim/data source as added files (real training code); a second
 column times this repository's own source, which is dense with the words redaction looks
 for (key, token, secret) and so the worst case.

@@ -719,7 +719,8 @@ def test_numeric_secrets_under_secret_names_are_hidden() -> None:
                 "db_password": 12345678,
                 "lr": 0.1,
                 "seed": 7,
-                "smtp_pass": 4.5,
+                "smtp_pass": "4.5x",
+                "num_pass": 2,
                 "use_token": True,
             }
         }
@@ -728,4 +729,6 @@ def test_numeric_secrets_under_secret_names_are_hidden() -> None:
     args = out["config"]["resolved_args"]
     assert args["db_password"] == "***" and args["smtp_pass"] == "***"
     assert args["lr"] == 0.1 and args["seed"] == 7 and args["use_token"] is True
+    # a short `*_PASS` name counts passes when its value is a number (`--num-pass 2`)
+    assert args["num_pass"] == 2
     assert paths == ["config.resolved_args.db_password", "config.resolved_args.smtp_pass"]

@@ -133,6 +133,7 @@ SAMPLES: dict[str, tuple[str, Sample]] = {
     "openshift": ("sha256~", lambda r: "sha256~" + rand(URLSAFE, 43, r)),
     "azure-storage": ("AccountKey=", lambda r: "AccountKey=" + rand(B64, 86, r) + "=="),
     "azure-sas": ("&sig=", lambda r: "&sig=" + rand(ALNUM, 43, r) + "%3D"),
+    "aws-presigned": ("X-Amz-Signature=", lambda r: "X-Amz-Signature=" + rand(HEX, 64, r)),
     "npm": ("npm_", lambda r: "npm_" + rand(ALNUM, 36, r)),
     "pypi": ("pypi-", lambda r: "pypi-AgEIcHlwaS5vcmc" + rand(URLSAFE, 150, r)),
     "docker-hub": ("dckr_pat_", lambda r: "dckr_pat_" + rand(URLSAFE, 27, r)),

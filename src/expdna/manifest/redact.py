@@ -21,9 +21,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from expdna.manifest.redact_entropy import looks_random
+from expdna.manifest.redact_commands import argv_secrets
+from expdna.manifest.redact_embedded import changed_strings, embedded_json, rewrite
 from expdna.manifest.redact_lines import redact_text_with as _redact_text
-from expdna.manifest.redact_names import DIGEST_NAME, is_secret, mask
+from expdna.manifest.redact_names import DIGEST_NAME, hide_random, is_secret, is_secret_name, mask
 from expdna.manifest.redact_rules import REDACTED_MARK, Rule, apply, home_rule
 
 __all__ = ["REDACTED_MARK", "redact_argv", "redact_named", "redact_text", "redact_tree"]
@@ -52,35 +53,57 @@ def _redact_named(name: str, value: str, home: Rule | None) -> str:
 _FLAG = re.compile(r"--?[A-Za-z][\w.\-]*")
 
 
-def _backstop_word(word: str) -> str:
-    """A whole value that is one long random-looking word, hidden (argv, env, config)."""
-    return mask(word) if looks_random(word) else word
+def _backstop_word(word: str, name: str = "") -> str:
+    """A whole value that is, or whose path components are, long random-looking words,
+    hidden (argv, env, config); kept under the name of a digest (`--expected-md5`)."""
+    if name and DIGEST_NAME.search(name.lstrip("-")):
+        return word
+    return hide_random(word)
 
 
-def _redact_argv(argv: list[str], home: Rule | None) -> list[str]:
+def _redact_argv(argv: list[str], home: Rule | None, hidden: set[str] | None = None) -> list[str]:
+    """``argv`` redacted; the secrets hidden whole are added to ``hidden`` (the tree hides
+    them wherever else they occur: the parsed ``resolved_args`` must agree)."""
     out: list[str] = []
     flag: str | None = None  # the previous word, when it was a flag without `=value`
-    for word in argv:
+    by_command = argv_secrets(argv)
+    for i, word in enumerate(argv):
+        if i in by_command:  # `curl -u user:pass`, `mysql -pX`, `wandb login KEY`
+            at = by_command[i]
+            if hidden is not None:
+                hidden.add(word[at:])
+            out.append(word[:at] + REDACTED_MARK)
+            flag = None
+            continue
         name, eq, value = word.partition("=")
         # `-1e-4` and `-----BEGIN ...` are values, not flags
         is_flag = _FLAG.fullmatch(name) is not None
         if flag is not None and not is_flag:
-            out.append(_backstop_word(_redact_named(flag, word, home)))  # `--api-key VALUE`
+            if hidden is not None and is_secret(flag, word):
+                hidden.add(word)
+            out.append(_backstop_word(_redact_named(flag, word, home), flag))  # `--api-key VALUE`
             flag = None
             continue
         flag = None
         if is_flag and eq:
             if is_secret(name, value):
+                if hidden is not None:
+                    hidden.add(value)
                 out.append(f"{name}={mask(value)}")
             else:
-                out.append(f"{name}={_backstop_word(_redact_text(value, home))}")
+                out.append(f"{name}={_backstop_word(_redact_text(value, home), name)}")
             continue
         if is_flag:
             flag = word
             out.append(_redact_text(word, home))
             continue
-        out.append(_backstop_word(_redact_text(word, home)))
+        # a positional hex word is a digest, an id or a cache key far more often than a key
+        # (as in prose); a hex key as a flag's value is hidden unless the flag names a digest
+        out.append(word if _HEX_WORD.fullmatch(word) else _backstop_word(_redact_text(word, home)))
     return out
+
+
+_HEX_WORD = re.compile(r"[0-9a-fA-F]+")
 
 
 def redact_text(text: str) -> str:
@@ -132,62 +155,133 @@ def _copy(obj: Any) -> Any:
 _BACKSTOP_SECTIONS = ("config.", "command.")
 
 
+# Where a secret-named key hides the whole dict under it: the run's own values.
+_BLOCK_SECTIONS = ("config.resolved_args.", "config.config_values.")
+
+
 class _Walk:
     """One redaction of one tree: the home pattern, looked up once, and the changed paths.
 
     A path is listed as changed only when something was hidden: the user's own home
-    written as ``~`` is a spelling this user's shell and ``rerun`` read back.
+    written as ``~`` is a spelling this user's shell and ``rerun`` read back. ``hidden``
+    collects the secrets hidden whole, to hide their copies elsewhere in the tree.
     """
 
-    def __init__(self, home: Rule | None) -> None:
+    def __init__(self, home: Rule | None, *, blocks: tuple[str, ...] = _BLOCK_SECTIONS) -> None:
         self.home = home
+        self.blocks = blocks  # where a secret-named key hides the dict under it
         self.changed: list[str] = []
+        self.hidden: set[str] = set()
 
     def _hidden(self, old: str, new: str) -> bool:
         return new != old and (self.home is None or new != apply(self.home, old))
 
-    def value(self, obj: Any, path: str, key: str, parent: str) -> Any:
+    def string(self, obj: str, path: str, key: str, parent: str, *, secret: bool) -> str:
+        if _exempt(key, parent, obj):
+            return obj
+        if (secret and obj.strip()) or is_secret(key, obj):
+            self.hidden.add(obj)
+            return mask(obj)
+        new = _redact_text(obj, self.home)
+        parsed = embedded_json(obj)
+        if parsed is not None:  # JSON in a string: walked by name, like a config file
+            inner = _Walk(self.home, blocks=("",))
+            walked = inner.value(parsed, "", "", "")
+            self.hidden |= inner.hidden
+            new = rewrite(new, changed_strings(parsed, walked))
+        if new == obj and path.startswith(_BACKSTOP_SECTIONS) and not DIGEST_NAME.search(key):
+            new = _backstop_word(obj)
+        return new
+
+    def value(self, obj: Any, path: str, key: str, parent: str, secret: bool = False) -> Any:
         if path == "dna" or path.startswith("dna."):
             return _copy(obj)
         if isinstance(obj, str):
-            new = obj if _exempt(key, parent, obj) else _redact_named(key, obj, self.home)
-            if new == obj and path.startswith(_BACKSTOP_SECTIONS) and not DIGEST_NAME.search(key):
-                new = _backstop_word(obj)
+            new = self.string(obj, path, key, parent, secret=secret)
             if self._hidden(obj, new):
                 self.changed.append(path)
             return new
         if isinstance(obj, (int, float)) and not isinstance(obj, bool) and key:
             # `--db-password 12345678` is parsed as a number: hide it by name all the same.
             text = str(obj)
-            masked = _redact_named(key, text, self.home)
+            masked = mask(text) if secret else _redact_named(key, text, self.home)
             if masked != text:
                 self.changed.append(path)
                 return masked
             return obj
         if isinstance(obj, dict):
+            # Everything under a secret-named key is hidden (`credentials: {user, value}`),
+            # as in a config file's block under such a key.
             out: dict[Any, Any] = {}
             for k, v in obj.items():
                 name = str(k)
-                out[k] = self.value(v, f"{path}.{name}" if path else name, name, key)
+                inside = secret or (
+                    isinstance(v, dict)
+                    and f"{path}.{name}".startswith(self.blocks)
+                    and _secret_key(name)
+                )
+                out[k] = self.value(v, f"{path}.{name}" if path else name, name, key, inside)
             return out
         if isinstance(obj, (list, tuple)):
             if key == "argv" and all(isinstance(v, str) for v in obj):
                 return self.argv(list(obj), path)
             # A list's items are stored under the list's own name (`api_keys: [...]`).
             return [
-                self.value(v, f"{path}.{i}" if path else str(i), key, parent)
+                self.value(v, f"{path}.{i}" if path else str(i), key, parent, secret)
                 for i, v in enumerate(obj)
             ]
         return obj
 
     def argv(self, argv: list[str], path: str) -> list[str]:
-        new = _redact_argv(argv, self.home)
+        new = _redact_argv(argv, self.home, self.hidden)
         self.changed.extend(
             f"{path}.{i}" if path else str(i)
             for i, (old, now) in enumerate(zip(argv, new, strict=True))
             if self._hidden(old, now)
         )
         return new
+
+    def spread(self, obj: Any, path: str, key: str = "", parent: str = "") -> Any:
+        """``obj`` with every copy of a secret hidden elsewhere hidden too: argv and the
+        ``resolved_args`` parsed from it always agree (`curl -u user:pass` -> `u`)."""
+        if path == "dna" or path.startswith("dna."):
+            return obj
+        if isinstance(obj, str) and not _exempt(key, parent, obj):
+            new = obj
+            for secret in self.secrets:
+                if secret in new:
+                    new = new.replace(secret, mask(secret))
+            if new != obj:
+                self.changed.append(path)
+            return new
+        if isinstance(obj, dict):
+            return {
+                k: self.spread(v, f"{path}.{k}" if path else str(k), str(k), key)
+                for k, v in obj.items()
+            }
+        if isinstance(obj, list):
+            return [
+                self.spread(v, f"{path}.{i}" if path else str(i), key, parent)
+                for i, v in enumerate(obj)
+            ]
+        return obj
+
+    @property
+    def secrets(self) -> list[str]:
+        """The hidden secrets worth looking for elsewhere, longest first."""
+        found = (s for s in self.hidden if len(s) >= _MIN_SPREAD and REDACTED_MARK not in s)
+        return sorted(found, key=len, reverse=True)
+
+
+def _secret_key(name: str) -> bool:
+    """A config key that says secret: its dict is hidden whole. Not a path or a file name
+    (`config_file_details` is keyed by paths, which may hold any word)."""
+    return "/" not in name and "." not in name and is_secret_name(name)
+
+
+# Shorter hidden values (`***`, a 4-digit PIN) are not looked for elsewhere: too likely to
+# occur by chance in unrelated text.
+_MIN_SPREAD = 8
 
 
 def redact_tree(obj: Any, path: str = "") -> tuple[Any, list[str]]:
@@ -200,4 +294,6 @@ def redact_tree(obj: Any, path: str = "") -> tuple[Any, list[str]]:
     walk = _Walk(_current_home())
     key = path.rsplit(".", 1)[-1] if path else ""
     new = walk.value(obj, path, key, "")
-    return new, sorted(walk.changed)
+    if walk.secrets:
+        new = walk.spread(new, path)
+    return new, sorted(set(walk.changed))

@@ -17,7 +17,9 @@ Thresholds (documented in the guide, "The entropy backstop"):
   ``_``, ``-`` or ``.`` (``vit_base_patch16_224``, ``sft_llama3_8b_lr2e-5_bs256``), of
   which one part may be a random id of up to eight characters
   (``offline-run-20261201_172943-mbi77gu4``),
-  digests with an algorithm (``sha256:...``), alphabets written out (a run of six
+  digests with an algorithm (``sha256:...``), Kubernetes pod names, Ray job ids
+  (``raysubmit_...``), code identifiers in camel case (``nvmlDeviceGetBAR1MemoryInfo``),
+  alphabets written out (a run of six
   consecutive characters such as ``abcdef`` or ``012345``), images embedded as base64
   (PNG, JPEG, GIF, WebP, PDF magic), and ``word/word`` names whose parts are not random
   on their own.
@@ -42,6 +44,20 @@ _SEPARATOR = re.compile(r"[_\-.]")
 _WORDISH = re.compile(r"\d*(?:[A-Z]?[a-z]+|[A-Z]+)?\d*")
 # Base64 of binary files a notebook or a config embeds: data, not credentials.
 _IMAGE_MAGIC = ("iVBORw0KGgo", "/9j/", "R0lGOD", "UklGR", "JVBERi0")
+# A Kubernetes pod: `<deployment>-<pod-template-hash>-<5>`, both drawn from the
+# alphabet Kubernetes uses for generated names (no vowels, no 0, 1, 3).
+_K8S = "[bcdfghjklmnpqrstvwxz2456789]"
+_POD = re.compile(rf"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?-{_K8S}{{6,10}}-{_K8S}{{5}}")
+# Generated ids of job systems, not credentials: Ray job submissions, Slurm array tasks.
+_JOB_ID = re.compile(r"raysubmit_[A-Za-z0-9]{8,32}")
+# `nvmlDeviceGetBAR1MemoryInfo`: a code identifier, words in camel case. A random token's
+# letter runs average under two characters; most of an identifier's letters are in words
+# of three and more.
+_CAMEL_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_WORD = 3
+_IN_WORDS = 0.75
+_ID_TAIL = 13
+_VOWELS = 0.28
 _ASCENDING_HINT = re.compile(r"abc|ABC|012|123|234|345|456|567|678|789")
 _MIN_HEX = 32
 _MIN_TOKEN = 20
@@ -74,13 +90,41 @@ def _harmless(value: str) -> bool:
         return True
     if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
         return True
+    if _POD.fullmatch(value) or _JOB_ID.fullmatch(value) or _identifier(value):
+        return True
     parts = _SEPARATOR.split(value.rstrip("="))
     if len(parts) < 3:
         return False
     odd = [p for p in parts if not (len(p) <= 5 or (len(p) <= 16 and _WORDISH.fullmatch(p)))]
     # one short random part is a generated id inside a name (W&B's
-    # `offline-run-20261201_172943-mbi77gu4`); a credential has more randomness than that
-    return not odd or (len(odd) == 1 and len(odd[0]) <= 8)
+    # `offline-run-20261201_172943-mbi77gu4`, a short digest `tiny_mlp_64a0c4ae983f_final`);
+    # a credential has more randomness than that
+    return not odd or (
+        len(odd) == 1 and (len(odd[0]) <= 8 or (len(odd[0]) <= 16 and bool(_HEX.fullmatch(odd[0]))))
+    )
+
+
+def _identifier(value: str) -> bool:
+    head, sep, tail = value.partition("_")
+    if sep:
+        # `ShellExperienceHost_cw5n1h2txyewy`: a name and one generated id (a Windows
+        # package's publisher id is 13 characters)
+        return "_" not in tail and len(tail) <= _ID_TAIL and _identifier(head)
+    if not value.isalnum():
+        return False
+    parts = _CAMEL_PART.findall(value)
+    if sum(map(len, parts)) != len(value):
+        return False
+    words = [p for p in parts if not p.isdigit()]
+    numbers = len(parts) - len(words)
+    acronyms = [w for w in words if w.isupper()]
+    if len(words) < 2 or numbers > 2 or len(acronyms) > 2 or any(len(w) > 5 for w in acronyms):
+        return False
+    letters = sum(map(len, words))
+    in_words = sum(len(w) for w in words if len(w) >= _WORD)
+    vowels = sum(c in "aeiouAEIOU" for c in value)
+    # words of people have vowels: 40 % of English letters, 19 % of random ones
+    return in_words >= _IN_WORDS * letters and vowels >= _VOWELS * letters
 
 
 def looks_random(value: str) -> bool:
@@ -99,3 +143,26 @@ def looks_random(value: str) -> bool:
     if not digits or not (upper or lower):
         return False
     return entropy(core) >= min(_MAX_BITS, 0.85 * math.log2(len(core)))
+
+
+_PATH_START = ("/", "./", "../", "~/")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
+
+
+def random_parts(word: str) -> list[tuple[int, int]]:
+    """The spans of ``word`` to hide: the whole word when it looks random, or, in a path,
+    each component that does (``/runs/<random>/ckpt.pt``), its extension kept.
+
+    Components of hex digits only are kept: caches and content-addressed stores name
+    directories and files by digest (``objects/ab/<62 hex>``, ``<32-hex cache key>/``).
+    """
+    if not word.startswith(_PATH_START):
+        return [(0, len(word))] if looks_random(word) else []
+    spans = []
+    at = 0
+    for part in word.split("/"):
+        stem = _EXTENSION.sub("", part)
+        if len(stem) >= _MIN_TOKEN and not _HEX.fullmatch(stem) and looks_random(stem):
+            spans.append((at, at + len(stem)))
+        at += len(part) + 1
+    return spans

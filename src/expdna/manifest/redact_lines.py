@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import re
 import string
 
 from expdna.manifest.redact_names import (
     ANY_ASSIGNMENT,
     ASSIGNMENT,
+    BARE_WORD,
     NAME_HINT,
     NAME_HINTS,
     WORD_RUN,
     assignment,
     backstop,
+    bare_backstop,
     is_secret_name,
     mask,
 )
@@ -34,6 +37,7 @@ def _line_local(text: str) -> str:
     paths, secret-named assignments and the entropy backstop."""
     if len(text) > _PER_LINE:
         return _line_local_by_line(text)
+    text = _escaped_literals(text)
     for rule in rules_for(text):
         if rule is not PEM and rule is not NETRC:
             text = rule.pattern.sub(rule.replace, text)
@@ -42,7 +46,32 @@ def _line_local(text: str) -> str:
         text = ASSIGNMENT.sub(assignment, text)
     if WORD_RUN.search(text):
         text = ANY_ASSIGNMENT.sub(backstop, text)
+        text = BARE_WORD.sub(bare_backstop, text)
     return text
+
+
+# A double-quoted literal holding escapes: JSON, YAML or code inside a JSON, TOML or Python
+# string (`"{\"auths\": {...}}"`, a notebook's source line). Its rules must see the text the
+# string holds, not its escapes.
+_ESCAPED_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*\\["n](?:[^"\\\n]|\\.)*)"')
+
+
+def _unescaped(m: re.Match[str]) -> str:
+    body = m.group(1)
+    try:
+        inner = json.loads(f'"{body}"')
+    except ValueError:
+        return m.group(0)  # a Python escape JSON does not know (`\\'`, `\\x41`): as it is
+    new = _redact_short(inner)
+    if new == inner:
+        return m.group(0)
+    return json.dumps(new, ensure_ascii=False)
+
+
+def _escaped_literals(text: str) -> str:
+    if '\\"' not in text and "\\n" not in text:
+        return text
+    return _ESCAPED_LITERAL.sub(_unescaped, text)
 
 
 # Above this size each rule runs only on the lines that hold one of its hints: one
@@ -68,10 +97,12 @@ def _line_local_by_line(text: str) -> str:
             if any(h in line for h in hints):
                 lines[i] = rule.pattern.sub(rule.replace, lines[i])
     for i, line in enumerate(lines):
+        line = _escaped_literals(line)
         if NAME_HINT.search(line):
-            line = lines[i] = ASSIGNMENT.sub(assignment, line)
+            line = ASSIGNMENT.sub(assignment, line)
         if WORD_RUN.search(line):
-            lines[i] = ANY_ASSIGNMENT.sub(backstop, line)
+            line = BARE_WORD.sub(bare_backstop, ANY_ASSIGNMENT.sub(backstop, line))
+        lines[i] = line
     return "\n".join(lines)
 
 
@@ -93,12 +124,15 @@ _SELECT_LINES = 32 * 1024
 _LONG_HINTS = ("://", "10.", "172.", "192.168.", "100.", "169.254.", "sig=", ":A")
 _LONG_HINTS_FOLD = (
     "/home/", "/users/", "\\users\\", "bearer", ".internal", ".corp", ".local", ".lan",
+    "curl", "mysql", "mariadb", "login", "sshpass", "redis-cli", "mongo", "signature",
 )  # fmt: skip
 # in lower case; `auth` also finds `Authorization`, `key` also `AccountKey=`
-_LONG_NAME_HINTS = ("key", "token", "secret", "pass", "pwd", "auth", "cookie", "session", "cred")
+_LONG_NAME_HINTS = (
+    "key", "token", "secret", "pass", "pw", "auth", "cookie", "session", "cred", "wandb",
+)  # fmt: skip
 # For blocks in shorter texts: the words of secret names.
 _NAME_LINE_HINTS = (
-    "key", "token", "secret", "passw", "passp", "_pass", "pass_", "pass=", "pass:", "pwd",
+    "key", "token", "secret", "passw", "passp", "_pass", "pass_", "pass=", "pass:", "pw",
     "auth", "cookie", "session", "creds", "credential",
 )  # fmt: skip
 _IPV6_START = re.compile(r"f[cde][0-9a-f]{1,2}:")

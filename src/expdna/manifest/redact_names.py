@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from expdna.manifest.redact_entropy import looks_random
+from expdna.manifest.redact_entropy import random_parts
 from expdna.manifest.redact_rules import (
     NETRC,
     PEM,
@@ -30,20 +30,34 @@ _NOT_SECRET_SUFFIX = re.compile(
 # Tokenizer vocabulary (`pad_token: "<pad>"`), not credentials.
 _VOCAB_TOKEN = re.compile(
     r"(?:^|_)(?:PAD|EOS|BOS|UNK|SEP|CLS|MASK|START|END|STOP|EOT|EOD|SPECIAL|IMAGE|IMG|"
-    r"VIDEO|AUDIO|VISION|BOI|EOI|DECODER_START|THINK|TOOL|PREFIX|SUFFIX|MIDDLE)_TOKEN$"
+    r"VIDEO|AUDIO|VISION|BOI|EOI|DECODER_START|THINK|TOOL|TOOL_CALL|TOOL_RESPONSE|FIM_\w+|"
+    r"IM_START|IM_END|NEWLINE|ANSWER|QUERY|SYSTEM|USER|ASSISTANT|REASONING)_TOKENS?$"
 )
-_PASSWORD_NAME = re.compile(r"PASSW(?:OR)?D|PASSPHRASE|(?:^|_)PASS$|(?:^|.)_?PWD$")
+_PASSWORD_NAME = re.compile(r"PASSW(?:OR)?D|PASSPHRASE|(?:^|.)_?PWD$")
+# `--db-pw`, `RAY_REDIS_PW`, `SMTP_PASS`: passwords too, but `--num-pass 2` and
+# `single_pass: true` count passes, so a number or a boolean under them stays.
+_SHORT_PASSWORD_NAME = re.compile(r"(?:^|_)(?:PASS|PW)$")
+# W&B's API key is 40 hex, like a commit: under a W&B name it is the key.
+_WANDB_NAME = re.compile(r"WANDB|W_AND_B")
+_HEX_KEY = re.compile(r"[0-9a-fA-F]{32,}")
 _SECRET_NAME = re.compile(
     r"API_?KEYS?$|TOKEN$|SECRET|CREDENTIAL|(?:^|_)CREDS$|ACCESS_?KEY|PRIVATE_?KEY|KEY_?DATA$"
     r"|(?:^|_)COOKIES?(?:$|_)|(?:^|_)AUTH(?:S|ORIZATION|_?HEADER)?$"
     r"|^SESSION$|(?:^|_)SESSION_?(?:KEY|TOKEN|ID|SECRET)$"
 )
 _KEY_NAME = re.compile(r"KEYS?$")
+# Keys of a table, a cache or a sort: names of things, not credentials (`cache_key: <md5>`).
+_NOT_SECRET_KEY = re.compile(
+    r"(?:^|_)(?:CACHE|SORT|PRIMARY|FOREIGN|PARTITION|SHARD|ROUTING|LOOKUP|GROUP|DEDUP|HASH|"
+    r"METRIC|MONITOR|INPUT|OUTPUT|LABEL|TARGET|IMAGE|TEXT|DICT|JOIN|INDEX|COLUMN|FEATURE)_?KEYS?$"
+)
 # Values under a secret name that carry nothing secret: flags, numbers, `$VAR` references.
 _INERT_VALUE = re.compile(
     r"(?i)|true|false|yes|no|on|off|none|null|\$\{?\w+\}?|-?\d{1,15}(?:\.\d+)?(?:e-?\d+)?"
 )
 _EMPTY_VALUE = re.compile(r"(?i)|none|null|\$\{?\w+\}?")
+# A tokenizer's special token as a value (`tool_call_token: <tool_call>`, `[PAD]`).
+_SPECIAL_TOKEN = re.compile(r"<\|?[\w\-|.:]{1,40}\|?>|\[[A-Za-z_]{2,20}\]|</?\w{1,20}>")
 
 
 def _normalise_name(name: str) -> str:
@@ -56,7 +70,7 @@ def is_secret_name(name: str) -> bool:
     norm = _normalise_name(name)
     if not norm or _NOT_SECRET_SUFFIX.search(norm):
         return False
-    if _PASSWORD_NAME.search(norm):
+    if _PASSWORD_NAME.search(norm) or _SHORT_PASSWORD_NAME.search(norm):
         return True
     return bool(_SECRET_NAME.search(norm)) and not _VOCAB_TOKEN.search(norm)
 
@@ -76,8 +90,16 @@ def is_secret(name: str, value: str) -> bool:
         return not _EMPTY_VALUE.fullmatch(value)
     if _INERT_VALUE.fullmatch(value):
         return False
+    if _SHORT_PASSWORD_NAME.search(norm):
+        return True
+    if _SPECIAL_TOKEN.fullmatch(value):
+        return False
     if _SECRET_NAME.search(norm):
         return not _VOCAB_TOKEN.search(norm)
+    if _WANDB_NAME.search(norm) and _HEX_KEY.fullmatch(value) and not DIGEST_NAME.search(norm):
+        return True
+    if _NOT_SECRET_KEY.search(norm):
+        return False
     return bool(_KEY_NAME.search(norm)) and _is_secret_shaped(value)
 
 
@@ -120,6 +142,8 @@ NAME_HINTS = (
     "cookie",
     "session",
     "creds",
+    "pw",
+    "wandb",
 )
 _NAME_WORDS = "(?i:" + "|".join(NAME_HINTS) + ")"
 NAME_HINT = re.compile(_NAME_WORDS)
@@ -133,10 +157,11 @@ ASSIGNMENT = re.compile(
         (?P<name>-{0,2}[A-Za-z_][\w.\-]*)["']?\]?[ \t]*(?:=(?!=)|:)[ \t]*
       | (?P<flag>--?[A-Za-z][\w.\-]*)[ \t]+(?![-"'])
     )
-    (?:"(?P<v1>[^"\n]*)"|'(?P<v2>[^'\n]*)'|(?P<v3>[^\s'"`,;&)}\]]+))
+    (?:"(?P<v1>[^"\n]*)"|'(?P<v2>[^'\n]*)'|(?P<v3>(?:[^\s'"`,;&)}\]\\]|\\(?![nrt"]))+))
     """,
     re.VERBOSE,
 )
+# (a value stops at an escaped newline, tab or quote: `"--pw X\n"` in a JSON string)
 
 
 # `password: |` opens a block redacted line by line; `Authorization: Bearer` names a scheme.
@@ -166,14 +191,30 @@ ANY_ASSIGNMENT = re.compile(
 _NAME_BEFORE = re.compile(r"""([\w.\-]*)["']?\]?[ \t]*$""")
 DIGEST_NAME = re.compile(
     r"(?i)sha|md5|hash|digest|checksum|commit|revision|(?:^|_)rev$|etag|uuid|guid|fingerprint"
+    r"|blake|crc32|cache"
     r"|integrity|(?:^|[_\-])ids?$"
 )
 WORD_RUN = re.compile(r"[A-Za-z0-9+/_.~\-]{20,}")
 
 
+def hide_random(word: str) -> str:
+    """``word`` with what looks random in it masked: the whole word, or a path's random
+    components (:func:`expdna.manifest.redact_entropy.random_parts`)."""
+    spans = random_parts(word)
+    if not spans:
+        return word
+    out, last = [], 0
+    for start, end in spans:
+        out += [word[last:start], mask(word[start:end])]
+        last = end
+    out.append(word[last:])
+    return "".join(out)
+
+
 def backstop(m: re.Match[str]) -> str:
     value = m.group("v")
-    if not looks_random(value):
+    hidden = hide_random(value)
+    if hidden == value:
         return m.group(0)
     line_start = m.string.rfind("\n", 0, m.start()) + 1
     name = _NAME_BEFORE.search(m.string, max(line_start, m.start() - 100), m.start())
@@ -181,4 +222,32 @@ def backstop(m: re.Match[str]) -> str:
         return m.group(0)
     start, end = m.start("v") - m.start(), m.end("v") - m.start()
     whole = m.group(0)
-    return whole[:start] + mask(value) + whole[end:]
+    return whole[:start] + hidden + whole[end:]
+
+
+# The backstop in prose (notes, notebooks, shell scripts, path components): any long word.
+BARE_WORD = re.compile(r"[A-Za-z0-9+/_.~\-]{20,}={0,3}")
+# Words before a value on its line that say it is a digest or an id (`sha256 <hex>`,
+# `commit <sha>`, `cache key <md5>`, `run id ...`): kept.
+_DIGEST_CONTEXT = re.compile(
+    r"(?i)sha\d*|md5|hash|digest|checksum|commit|revision|etag|uuid|fingerprint|integrity"
+    r"|blake|crc|cache|(?<![a-z])ids?\b|_ids?\b|run.id|job.id"
+)
+
+
+_HEX_WORD = re.compile(r"[0-9a-fA-F]+")
+
+
+def bare_backstop(m: re.Match[str]) -> str:
+    word = m.group(0)
+    if _HEX_WORD.fullmatch(word):
+        # in prose a hex word is a digest, a run id or a cache key far more often than a
+        # key; a hex key is hidden where it is a value (argv, config) or by its name
+        return word
+    hidden = hide_random(word)
+    if hidden == word or (word[0] in "+-" and hide_random(word[1:]) == word[1:]):
+        return word  # `+name_...`: a diff's added line, in a log that is not a patch
+    line_start = m.string.rfind("\n", 0, m.start()) + 1
+    if _DIGEST_CONTEXT.search(m.string, max(line_start, m.start() - 48), m.start()):
+        return word
+    return hidden

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from expdna.manifest.redact_commands import COMMAND_SHAPES
 from expdna.manifest.redact_tokens import TOKEN_SHAPES
 
 REDACTED_MARK = "***"
@@ -45,12 +46,30 @@ def _after_word(m: re.Match[str], chars: str = "") -> bool:
     return before.isalnum() or before in chars
 
 
-def _token(name: str, hints: tuple[str, ...], prefix: str, body: str, not_after: str = "") -> Rule:
+# A body of words and numbers joined by `-` (`resnet50-imagenet-finetune-v2`): a run name.
+_NAME_PART = re.compile(r"\d*(?:[A-Za-z][a-z]*|[A-Z]+)\d*|\d{1,6}|v\d+(?:\.\d+)*")
+
+
+def _is_name(body: str) -> bool:
+    parts = body.split("-")
+    return len(parts) >= 3 and all(p and len(p) <= 16 and _NAME_PART.fullmatch(p) for p in parts)
+
+
+def _token(
+    name: str,
+    hints: tuple[str, ...],
+    prefix: str,
+    body: str,
+    not_after: str = "",
+    names_kept: bool = False,
+) -> Rule:
     """A token shape ``prefix`` + ``body`` (regexes), redacted to its prefix + mark."""
 
     def replace(m: re.Match[str]) -> str:
         if _after_word(m, not_after):
             return m.group(0)  # inside a longer word: `task-...` is not `sk-...`
+        if names_kept and _is_name(m.group(0)[m.end("prefix") - m.start() :]):
+            return m.group(0)
         return m.group("prefix") + REDACTED_MARK
 
     pattern = re.compile(f"(?P<prefix>{prefix}){body}")
@@ -59,7 +78,8 @@ def _token(name: str, hints: tuple[str, ...], prefix: str, body: str, not_after:
 
 # Token shapes, compiled from the table in redact_tokens (most specific first).
 TOKEN_RULES: tuple[Rule, ...] = tuple(
-    _token(row.name, row.hints, row.prefix, row.body, row.not_after) for row in TOKEN_SHAPES
+    _token(row.name, row.hints, row.prefix, row.body, row.not_after, row.names_kept)
+    for row in TOKEN_SHAPES
 )
 
 # `.netrc`: `password` after `machine HOST` (and `login USER`), on one line or several.
@@ -97,18 +117,31 @@ PEM = Rule(
 )
 
 
-def _url_credentials(m: re.Match[str]) -> str:
-    userinfo = m.group("userinfo")
-    if ":" in userinfo or is_token_shaped(userinfo):
-        return "://" + REDACTED_MARK + "@"
-    return m.group(0)  # `git@`, `ssh://deploy@`: a user name, not a credential
+def _url(m: re.Match[str]) -> str:
+    # Imported here: the URL module judges parameters with the name rules, which are
+    # built on this module's table.
+    from expdna.manifest.redact_urls import redact_url
+
+    return redact_url(m.group("scheme"), m.group("rest"))
 
 
 _URL_CREDENTIALS = Rule(
-    "url-credentials",
+    "url",
     ("://",),
-    re.compile(r"://(?P<userinfo>[^\s/?#@'\"<>]+)@"),
-    _url_credentials,
+    re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>[^\s'\"<>`]+)"),
+    _url,
+)
+
+
+def _command_secret(m: re.Match[str]) -> str:
+    whole, start, end = m.group(0), m.start("secret") - m.start(), m.end("secret") - m.start()
+    return whole[:start] + REDACTED_MARK + whole[end:]
+
+
+# `curl -u user:pass`, `mysql -pSECRET`, `wandb login KEY`: from the table in redact_commands.
+COMMAND_RULES: tuple[Rule, ...] = tuple(
+    Rule(row.name, row.hints, re.compile(row.pattern), _command_secret, fold=True)
+    for row in COMMAND_SHAPES
 )
 
 _PRIVATE_RANGES: tuple[tuple[int, int, int], ...] = (
@@ -121,9 +154,15 @@ _PRIVATE_RANGES: tuple[tuple[int, int, int], ...] = (
 )
 
 
+# `tensorrt==10.3.0.26`, `nvidia-cudnn-cu12>=9.1.0.70`: a version in a requirement pin.
+_PIN_OPERATORS = ("==", ">=", "<=", "~=", "!=")
+
+
 def _ipv4(m: re.Match[str]) -> str:
     octets = [int(part) for part in m.group(0).split(".")]
     if _after_word(m, "._") or max(octets) > 255:
+        return m.group(0)
+    if m.string.endswith(_PIN_OPERATORS, 0, m.start()):
         return m.group(0)
     first, second = octets[0], octets[1]
     for head, low, high in _PRIVATE_RANGES:
@@ -156,10 +195,56 @@ _IPV6 = Rule(
 _IMPORT_TAIL = re.compile(r"\b(?:from|import)\s+$")
 
 
+# `args.local`, `self.internal`, `cfg.lan`: attribute access on a Python object, not a host.
+_OBJECT_NAMES = frozenset(
+    [
+        "self",
+        "cls",
+        "args",
+        "opt",
+        "opts",
+        "cfg",
+        "conf",
+        "config",
+        "options",
+        "hparams",
+        "hp",
+        "params",
+        "flags",
+        "FLAGS",
+        "settings",
+        "ctx",
+        "env",
+        "os",
+        "sys",
+        "np",
+        "torch",
+        "model",
+        "trainer",
+        "module",
+        "state",
+        "kwargs",
+        "parser",
+        "ns",
+        "namespace",
+        "data",
+        "dist",
+        "training_args",
+        "script_args",
+        "model_args",
+        "data_args",
+        "mode",
+    ]
+)
+
+
 def _internal_host(m: re.Match[str]) -> str:
     line_start = m.string.rfind("\n", 0, m.start()) + 1
     if _IMPORT_TAIL.search(m.string, line_start, m.start()):
         return m.group(0)  # `from google.protobuf.internal import ...` is a module
+    labels = m.group(0).split(".")
+    if len(labels) == 2 and labels[0] in _OBJECT_NAMES:
+        return m.group(0)
     return _HOST
 
 
@@ -222,6 +307,7 @@ SHAPE_RULES: tuple[Rule, ...] = (
     PEM,  # first: its body must go as one piece, before any rule sees a fragment of it
     NETRC,
     _URL_CREDENTIALS,
+    *COMMAND_RULES,
     *TOKEN_RULES,
     _IPV4,
     _IPV6,

@@ -24,6 +24,7 @@ class TokenShape(NamedTuple):
     prefix: str  # regex, shown in the output; empty: nothing of the token is shown
     body: str  # regex, replaced by the mark
     not_after: str = ""  # characters that, right before the match, make it part of a word
+    names_kept: bool = False  # a body of `-`-joined words (a run name) is not this token
 
 
 # The body may not run on into more word characters.
@@ -66,7 +67,7 @@ TOKEN_SHAPES: tuple[TokenShape, ...] = (
     ),
     TokenShape("openrouter", "llm", ("sk-or-",), r"sk-or-v1-", r"[0-9a-f]{64}" + _E),
     # Legacy OpenAI and look-alikes (DeepSeek, ...); a digit in the body keeps prose out.
-    TokenShape("openai", "llm", ("sk-",), r"sk-", r"(?=[\w\-]*\d)[\w\-]{20,}"),
+    TokenShape("openai", "llm", ("sk-",), r"sk-", r"(?=[\w\-]*\d)[\w\-]{20,}", names_kept=True),
     TokenShape("groq", "llm", ("gsk_",), r"gsk_", r"[A-Za-z0-9]{40,}" + _E),
     TokenShape("xai", "llm", ("xai-",), r"xai-", r"[A-Za-z0-9]{60,}" + _E),
     TokenShape("nvidia", "llm", ("nvapi-",), r"nvapi-", r"[\w\-]{40,}"),
@@ -164,7 +165,17 @@ TOKEN_SHAPES: tuple[TokenShape, ...] = (
         r"(?:AccountKey|SharedAccessKey)=",
         r"[A-Za-z0-9+/%]{16,}=*",
     ),
-    TokenShape("azure-sas", "cloud", ("?sig=", "&sig="), r"[?&]sig=", r"[A-Za-z0-9%+/]{16,}=*"),
+    # `sig=` right after `?` or `&` (the match starts at `sig`, so the character before it
+    # is the separator, never a letter of the previous parameter's value)
+    TokenShape("azure-sas", "cloud", ("?sig=", "&sig="), r"sig=", r"[A-Za-z0-9%+/]{16,}=*"),
+    # presigned URLs written without their scheme (a header, a shell variable)
+    TokenShape(
+        "aws-presigned",
+        "cloud",
+        ("X-Amz-Signature=", "X-Goog-Signature=", "X-Amz-Security-Token="),
+        r"X-(?:Amz|Goog)-(?:Signature|Security-Token)=",
+        r"[A-Za-z0-9%+/=_\-]{16,}",
+    ),
     # --- CI and package registries ---------------------------------------------------------
     TokenShape("npm", "registry", ("npm_",), r"npm_", r"[A-Za-z0-9]{36,}" + _E),
     TokenShape(
