@@ -11,6 +11,7 @@ from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
 from expdna.cli.store import StoreConfig, pass_config
+from expdna.errors import ExpdnaError
 from expdna.manifest.dna import short
 
 
@@ -112,7 +113,11 @@ def generate_command(
     for section, reason in unknown.items():
         click.echo(f"expdna: warning: section {section} is unknown: {reason}", err=True)
     if record:
-        record_generated(config, manifest)
+        try:
+            record_generated(config, manifest)
+        except ExpdnaError:  # the file is written: say where before the store's error
+            click.echo(f"expdna: wrote {path} (run {manifest.run_id}); not recorded:", err=True)
+            raise
     if as_json:
         emit_json(
             {

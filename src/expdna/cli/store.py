@@ -119,6 +119,8 @@ def gc_command(config: StoreConfig, dry_run: bool, grace_s: float, as_json: bool
 
         emit_json({**asdict(report), "removed": [ref(d) for d in report.removed]})
         return
+    for line in report.irregular:
+        click.echo(f"expdna: {line}", err=True)
     verb = "would remove" if dry_run else "removed"
     if dry_run:
         from expdna.digest.refs import ref

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from expdna.store.identity import holds_objects, index_id, read_directory_id
+from expdna.store.identity import index_id, read_directory_id
 from expdna.store.index.applied import applied_names
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run
 from expdna.store.objects.log import StoreLog
+from expdna.store.presence import holds_objects
 
 #: A log entry not applied after this long is not a recorder at work any more.
 STALE_S = 300.0

@@ -22,7 +22,7 @@ from expdna.store.index.bulk import insert_ignore
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run, StoreMeta
 from expdna.store.objects.directory import READ_ONLY, fsync_path
-from expdna.store.objects.log import LOG_DIR
+from expdna.store.presence import holds_objects
 
 ID_FILE = "store-id"
 KEY = "store_id"
@@ -66,18 +66,6 @@ def index_id(conn: Connection) -> str | None:
 
 def set_index_id(conn: Connection, store_id: str) -> None:
     conn.execute(insert_ignore(conn, StoreMeta, ["key"]).values(key=KEY, value=store_id))
-
-
-def holds_objects(objects_root: Path) -> bool:
-    """Whether the directory holds any object or log entry (one look per fan-out dir)."""
-    if not objects_root.is_dir():
-        return False
-    for entry in os.scandir(objects_root):
-        if entry.is_dir() and (len(entry.name) == 2 or entry.name == LOG_DIR):
-            with os.scandir(entry.path) as inner:
-                if any(not e.name.startswith(".") for e in inner):
-                    return True
-    return False
 
 
 def bind(objects_root: Path, index: Index) -> str:

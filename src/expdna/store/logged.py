@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
+from expdna.store.interrupts import interrupt_deferred
 from expdna.store.objects.log import LogEntry, StoreLog
 
 T = TypeVar("T")
@@ -32,18 +33,19 @@ def write_logged(
 ) -> T:
     """Append the entry, then apply it and mark it applied in one transaction. An entry
     whose transaction fails is withdrawn: the index was never told it."""
-    entry = log.append(kind, body)
 
     def transaction(conn: Connection) -> T:
         result = apply(conn, entry)
         log_applied(conn, entry.name, entry.kind)
         return result
 
-    try:
-        return index.write_retrying(transaction)
-    except BaseException:
-        log.withdraw(entry.name)
-        raise
+    with interrupt_deferred():  # no Ctrl-C between the commit and knowing it committed
+        entry = log.append(kind, body)
+        try:
+            return index.write_retrying(transaction)
+        except BaseException:
+            log.withdraw(entry.name)
+            raise
 
 
 def appliers() -> dict[str, Apply]:

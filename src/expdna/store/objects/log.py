@@ -28,13 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from expdna.digest import hex_of
+from expdna.regular import NotRegularFileError, open_regular
 from expdna.store.objects.directory import READ_ONLY, TEMP_PREFIX, fsync_path
 
 LOG_DIR = "log"
+#: Entries written by a process that does not touch the index (the training hook), each as
+#: an empty file of the entry's name: whoever opens the index next applies them.
+PENDING_DIR = "pending"
 VERSION = 1
 KINDS = ("record", "pin", "link", "metrics")
 _NAME = re.compile(r"(\d{8}T\d{12}Z)-([0-9a-f]{64})")
 _COUNTER = itertools.count()
+#: No entry expdna writes comes near this (a batch of 500 runs is ~200 KB).
+MAX_ENTRY_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -65,8 +71,17 @@ class StoreLog:
     def __init__(self, objects_root: Path) -> None:
         self.root = objects_root / LOG_DIR
 
-    def append(self, kind: str, body: dict[str, Any], *, at: datetime | None = None) -> LogEntry:
-        """Write one entry durably; returns it. ``at``: its time (default now, UTC)."""
+    def append(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        at: datetime | None = None,
+        pending: bool = False,
+    ) -> LogEntry:
+        """Write one entry durably; returns it. ``at``: its time (default now, UTC).
+        ``pending``: no index will be told by this process; a marker under
+        ``log/pending`` asks the next process that opens the index to apply it."""
         if kind not in KINDS:
             raise ValueError(f"unknown log entry kind {kind!r}")
         moment = at or utc_now()
@@ -95,7 +110,34 @@ class StoreLog:
                 os.unlink(temp)
         if os.name == "posix":
             fsync_path(self.root)
+        if pending:
+            self._mark_pending(name)
         return LogEntry(name=name, kind=kind, at=moment, body=doc)
+
+    @property
+    def pending_root(self) -> Path:
+        return self.root / PENDING_DIR
+
+    def _mark_pending(self, name: str) -> None:
+        self.pending_root.mkdir(exist_ok=True)
+        fd = os.open(self.pending_root / name, os.O_WRONLY | os.O_CREAT, READ_ONLY)
+        os.close(fd)
+        if os.name == "posix":
+            fsync_path(self.pending_root)
+
+    def pending(self) -> list[str]:
+        """Entries written for the index to apply later, oldest first (one directory
+        listing: cheap enough for every command that opens the index)."""
+        try:
+            with os.scandir(self.pending_root) as found:
+                return sorted(e.name for e in found if is_entry_name(e.name))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def clear_pending(self, name: str) -> None:
+        """The entry is in the index now (or never will be): forget its marker."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.pending_root / name).unlink()
 
     def names(self) -> list[str]:
         """Every entry's name, oldest first."""
@@ -109,7 +151,13 @@ class StoreLog:
         match = _NAME.fullmatch(name)
         if match is None:
             raise ValueError(f"{name}: not a log entry name")
-        data = (self.root / name).read_bytes()
+        try:  # read as untrusted: a FIFO must not block, a huge file not be loaded
+            with open(open_regular(str(self.root / name)), "rb") as handle:
+                data = handle.read(MAX_ENTRY_BYTES + 1)
+        except NotRegularFileError as exc:
+            raise ValueError(f"log entry {name} is {exc.kind}, not a file") from None
+        if len(data) > MAX_ENTRY_BYTES:
+            raise ValueError(f"log entry {name} is over {MAX_ENTRY_BYTES} bytes: not read")
         if verify and hex_of(data) != match.group(2):
             raise ValueError(f"log entry {name} is corrupt: its bytes do not hash to its name")
         doc = json.loads(data)
@@ -133,3 +181,4 @@ class StoreLog:
         """Remove an entry whose index transaction failed, so it was never applied."""
         with contextlib.suppress(FileNotFoundError):
             (self.root / name).unlink()
+        self.clear_pending(name)

@@ -33,11 +33,13 @@ from expdna.store.errors import StoreError
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, Interned
+from expdna.store.interrupts import interrupt_deferred
 from expdna.store.objects.blobwriter import BlobWriter
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.log import LogEntry, StoreLog
 from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
+from expdna.store.record.samerun import same_run
 from expdna.store.record.write import recorded_digests, write_batch
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,7 @@ class Recorder:
         self._interned = InternCache()
         #: the log entry of the batch whose blobs were written last, until its rows are
         self._entry: LogEntry | None = None
+        self._same = same_run(objects)
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
         """The blobs of the runs not recorded yet (one look at the index). The objects of
@@ -150,9 +153,11 @@ class Recorder:
 
             def body(conn: Connection) -> tuple[list[RecordStatus], Interned | None]:
                 if entry is None:
-                    return write_batch(conn, batch, self._interned, refused)
+                    return write_batch(conn, batch, self._interned, refused, same=self._same)
                 log_applied(conn, entry.name, entry.kind)
-                return write_batch(conn, batch, self._interned, refused, recorded_at=entry.at)
+                return write_batch(
+                    conn, batch, self._interned, refused, recorded_at=entry.at, same=self._same
+                )
 
             try:
                 status, interned = self.index.write_retrying(body)
@@ -218,7 +223,7 @@ class Recorder:
             while True:
                 failure: Exception | None = None
                 results: list[RecordResult] = []
-                with paused_gc():
+                with paused_gc(), interrupt_deferred():
                     try:
                         items = next(pending, None)
                     except Exception as exc:  # re-raised below, after the rows before it
