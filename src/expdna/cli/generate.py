@@ -115,7 +115,7 @@ def generate_command(
     if record:
         try:
             record_generated(config, manifest)
-        except ExpdnaError:  # the file is written: say where before the store's error
+        except (ExpdnaError, OSError):  # the file is written: say so before the store's error
             click.echo(f"expdna: wrote {path} (run {manifest.run_id}); not recorded:", err=True)
             raise
     if as_json:

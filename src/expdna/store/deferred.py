@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from expdna.store import SQLITE_NAME
 from expdna.store.config import StoreConfig
+from expdna.store.errors import unwritable
 from expdna.store.logbodies import pin_body, plain_metrics
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.log import StoreLog
@@ -56,14 +57,22 @@ class LogWriter:
         from expdna.store.record.prepare import prepare
 
         prepared = prepare(manifest)
-        self.objects.put_many([blob.data for blob in prepared.blobs])
         extra = [[b.digest, b.kind, len(b.data)] for b in prepared.blobs[1:]]
         runs = [[prepared.run_id, prepared.manifest_digest, extra]]
-        return self.log.append("record", {"runs": runs}, pending=True).name
+        try:  # blobs first: the entry is what makes them a run
+            self.objects.put_many([blob.data for blob in prepared.blobs])
+        except OSError as exc:
+            raise unwritable(self.root, exc) from None
+        return self._append("record", {"runs": runs})
+
+    def _append(self, kind: str, body: dict[str, Any]) -> str:
+        try:
+            return self.log.append(kind, body, pending=True).name
+        except OSError as exc:
+            raise unwritable(self.root, exc) from None
 
     def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str:
-        body = {"run_id": run_id, "metrics": plain_metrics(metrics)}
-        return self.log.append("metrics", body, pending=True).name
+        return self._append("metrics", {"run_id": run_id, "metrics": plain_metrics(metrics)})
 
     def pin(
         self,
@@ -74,8 +83,7 @@ class LogWriter:
         path: str | None = None,
         size: int | None = None,
     ) -> str:
-        body = pin_body(run_id, digest, name, path, size)
-        return self.log.append("pin", body, pending=True).name
+        return self._append("pin", pin_body(run_id, digest, name, path, size))
 
     def close(self) -> None:
         """Nothing held open: every entry is durable when its call returns."""

@@ -98,3 +98,9 @@ class UnreadableObjectError(StoreError):
     object larger than what may be loaded as it: reported, never opened or read whole."""
 
     exit_code = 1
+
+
+def unwritable(root: Path, exc: OSError) -> StoreError:
+    """The one line a write into a store the filesystem refuses (read-only, full) gives."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return StoreError(f"store {root} cannot be written: {exc.strerror or exc}{where}")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from expdna.store.errors import unwritable
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
 from expdna.store.interrupts import interrupt_deferred
@@ -40,7 +41,10 @@ def write_logged(
         return result
 
     with interrupt_deferred():  # no Ctrl-C between the commit and knowing it committed
-        entry = log.append(kind, body)
+        try:
+            entry = log.append(kind, body)
+        except OSError as exc:
+            raise unwritable(log.root.parent.parent, exc) from None
         try:
             return index.write_retrying(transaction)
         except BaseException:

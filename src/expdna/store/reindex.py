@@ -49,6 +49,7 @@ from expdna.store.errors import (
     StoreError,
     StoreIdentityError,
     UnreadableObjectError,
+    unwritable,
 )
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index, open_index, shown
@@ -408,6 +409,15 @@ def reindex(
     """Rebuild the index ``config`` names from its object directory. An index at a
     revision this expdna does not know is refused (exit 2) unless ``force`` (SQLite
     only): it is then rebuilt at this expdna's head, losing what the newer one added."""
+    try:
+        return _reindex(config, progress=progress, mounts_file=mounts_file, force=force)
+    except OSError as exc:
+        raise unwritable(config.root, exc) from None
+
+
+def _reindex(
+    config: StoreConfig, *, progress: Progress | None, mounts_file: Path, force: bool
+) -> ReindexReport:
     started = time.monotonic()
     root = config.root
     objects = ObjectDir(root / "objects")
