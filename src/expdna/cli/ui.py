@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import importlib.util
 import ipaddress
+import os
 import socket
 import threading
 import webbrowser
@@ -81,6 +82,7 @@ def _bind(host: str, port: int) -> socket.socket:
         return socket.create_server((host, port), family=family, backlog=2048)
     except OSError as exc:
         raise InvalidInputError(
-            f"expdna ui cannot listen on {host}:{port}: {exc.strerror or exc}"
+            f"expdna ui cannot listen on {host}:{port}: "
+            f"{os.strerror(exc.errno) if exc.errno else exc}"
             + (" (pick another with --port)" if exc.errno == errno.EADDRINUSE else "")
         ) from None

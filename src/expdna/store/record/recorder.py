@@ -79,6 +79,8 @@ class Recorder:
         self._interned = InternCache()
         #: the log entry of the batch whose blobs were written last, until its rows are
         self._entry: LogEntry | None = None
+        #: run id -> recorded manifest digest, of that batch's runs recorded before it
+        self._known: Mapping[str, str] = {}
         self._same = same_run(objects)
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
@@ -105,6 +107,7 @@ class Recorder:
         if repair:
             self._guarded(lambda: self.objects.rewrite(repair.values()))
         self._entry = self._log_entry(batch, known)
+        self._known = known
         return [blob.data for p in batch if p.run_id not in known for blob in p.blobs]
 
     def _guarded(self, write: Callable[[], object]) -> None:
@@ -201,6 +204,10 @@ class Recorder:
         missing: dict[str, bytes] = {}
         for prepared, state in zip(batch, status, strict=True):
             if state in ("conflict", "failed"):  # a refused run leaves no objects
+                continue
+            if self._known.get(prepared.run_id, prepared.manifest_digest) != (
+                prepared.manifest_digest
+            ):  # skipped as the run it is (samerun): the store keeps its own manifest
                 continue
             for blob in prepared.blobs:
                 if not self.objects.present(blob.digest, len(blob.data)):
