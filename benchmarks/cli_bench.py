@@ -51,7 +51,11 @@ def median_s(argv: list[str], repeat: int, env: dict[str, str], cwd: Path) -> fl
     times = []
     for i in range(repeat + 1):
         start = time.perf_counter()
-        subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        if done.returncode not in (0, 1):  # 1: a negative answer (find matching nothing)
+            raise SystemExit(f"{' '.join(argv)}: exit {done.returncode}")
         if i:
             times.append(time.perf_counter() - start)
     return statistics.median(times)

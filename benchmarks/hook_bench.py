@@ -19,8 +19,8 @@ machine: compare the ratios to ``ray.init``, measured in the same run.
 
 With a store (issue "The store"): the same training start (``start`` + ``add_runtime`` +
 ``finish``) in fresh interpreters, torch and expdna imported first, without a store, with a
-local SQLite store and with the shared PostgreSQL index (``--pg-url``, default
-``$EXPDNA_BENCH_PG_URL``, else the local server's ``postgres`` database when it answers).
+local SQLite store and with a shared PostgreSQL index (a throwaway database on the server
+of ``--pg-url``, default ``$EXPDNA_BENCH_PG_URL``, else the local server, when it answers).
 Target: a store adds at most 100 ms. ``--store-only`` measures only this.
 """
 
@@ -177,16 +177,37 @@ def _training_start(env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
-def _pg_url(given: str | None) -> str | None:
+@contextlib.contextmanager
+def _pg_database(given: str | None) -> Iterator[str | None]:
+    """A throwaway database on the server of ``given`` (never the database it names: a
+    store binds its index), dropped at the end; None when no server answers."""
+    import secrets
+
     url = given or os.environ.get("EXPDNA_BENCH_PG_URL") or DEFAULT_PG_URL
     try:
         import psycopg
+        from sqlalchemy.engine import make_url
 
-        psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=2)
+        base = make_url(url)
+        admin = psycopg.connect(
+            host=base.host,
+            port=base.port or 5432,
+            user=base.username,
+            dbname=base.database or "postgres",
+            autocommit=True,
+            connect_timeout=2,
+        )
     except Exception as exc:  # no server here: that row is left out, saying why
-        print(f"  (no PostgreSQL index at {url}: {type(exc).__name__}; row left out)")
-        return None
-    return url
+        print(f"  (no PostgreSQL server at {url}: {type(exc).__name__}; row left out)")
+        yield None
+        return
+    name = f"expdna_hookbench_{secrets.token_hex(4)}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 def store_start(repeat: int, pg_url: str | None) -> bool:
@@ -194,12 +215,11 @@ def store_start(repeat: int, pg_url: str | None) -> bool:
     from expdna.store import Store
 
     base = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _pg_database(pg_url) as url:
         configs: dict[str, dict[str, str]] = {"no store": base}
         local = Path(tmp) / "local"
         Store.open(local).close()  # an existing store, as a team's is
         configs["local SQLite store"] = {**base, "EXPDNA_STORE": str(local)}
-        url = _pg_url(pg_url)
         if url is not None:
             shared = Path(tmp) / "shared"
             Store.open(shared, url, upgrade=True).close()
@@ -209,8 +229,13 @@ def store_start(repeat: int, pg_url: str | None) -> bool:
                 "EXPDNA_INDEX_URL": url,
             }
         figures: dict[str, float] = {}
-        for name, env in configs.items():
-            runs = [_training_start(env) for _ in range(repeat)]
+        # round-robin: each round runs every configuration once, so a busy minute on a
+        # shared machine costs them all alike
+        rounds = [
+            {name: _training_start(env) for name, env in configs.items()} for _ in range(repeat)
+        ]
+        for name in configs:
+            runs = [measured[name] for measured in rounds]
             figures[name] = statistics.median(r["ms"] for r in runs)
             heavy = sorted({m for r in runs for m in r["heavy"]})
             warned = [w for r in runs for w in r["warnings"]]

@@ -119,11 +119,12 @@ class StoreLog:
         return self.root / PENDING_DIR
 
     def _mark_pending(self, name: str) -> None:
+        # Not synced: the entry is durable already, and a marker a crash loses leaves an
+        # entry the index lacks, which fsck names after drift.STALE_S and reindex applies.
+        # The sync would cost a training start a filesystem round trip per entry.
         self.pending_root.mkdir(exist_ok=True)
         fd = os.open(self.pending_root / name, os.O_WRONLY | os.O_CREAT, READ_ONLY)
         os.close(fd)
-        if os.name == "posix":
-            fsync_path(self.pending_root)
 
     def pending(self) -> list[str]:
         """Entries written for the index to apply later, oldest first (one directory
