@@ -7,6 +7,7 @@ with Ray up. Once on a one-node local Ray, once on a real two-node
 starting the worker node's probe task (a fresh Ray worker process).
 
     python benchmarks/hook_bench.py [--repeat 5] [--skip-cluster] [--project DIR]
+                                    [--store-only] [--pg-url URL]
 
 The training project is a fresh git repository holding a small training script with an
 uncommitted edit (a typical checkout); ``--project DIR`` measures a real one instead (its
@@ -15,12 +16,19 @@ uncommitted edit (a typical checkout); ``--project DIR`` measures a real one ins
 Targets (issue "Training integration"): under 150 ms on one node, under 1 s for the
 two-node fingerprint including the per-node tasks' first start. Figures move on a shared
 machine: compare the ratios to ``ray.init``, measured in the same run.
+
+With a store (issue "The store"): the same training start (``start`` + ``add_runtime`` +
+``finish``) in fresh interpreters, torch and expdna imported first, without a store, with a
+local SQLite store and with a shared PostgreSQL index (a throwaway database on the server
+of ``--pg-url``, default ``$EXPDNA_BENCH_PG_URL``, else the local server, when it answers).
+Target: a store adds at most 100 ms. ``--store-only`` measures only this.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import os
 import statistics
@@ -44,6 +52,23 @@ import expdna
 SCRIPT: list[Path | None] = [None]
 ONE_NODE_TARGET_MS = 150.0
 TWO_NODE_TARGET_MS = 1000.0
+STORE_ADDED_TARGET_MS = 100.0
+DEFAULT_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+#: One training start in a fresh interpreter: the hook's three calls, timed; what it loaded.
+TRAINING_START = """
+import json, sys, tempfile, time
+import torch
+import expdna
+out = tempfile.mkdtemp()
+began = time.perf_counter()
+handle = expdna.start({"lr": 0.1}, output_dir=out, caller_file=sys.argv[1])
+handle.add_runtime()
+handle.finish(metrics={"loss": 0.5})
+elapsed = (time.perf_counter() - began) * 1000
+heavy = sorted(m for m in ("sqlalchemy", "alembic") if m in sys.modules)
+print(json.dumps({"ms": elapsed, "heavy": heavy, "warnings": handle.warnings}))
+"""
 
 
 TRAIN_PY = (
@@ -139,11 +164,108 @@ def measure(name: str, init: Callable[[], Any], repeat: int, target_ms: float) -
     return ok
 
 
+def _training_start(env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", TRAINING_START, str(SCRIPT[0])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+@contextlib.contextmanager
+def _pg_database(given: str | None) -> Iterator[str | None]:
+    """A throwaway database on the server of ``given`` (never the database it names: a
+    store binds its index), dropped at the end; None when no server answers."""
+    import secrets
+
+    url = given or os.environ.get("EXPDNA_BENCH_PG_URL") or DEFAULT_PG_URL
+    try:
+        import psycopg
+        from sqlalchemy.engine import make_url
+
+        base = make_url(url)
+        admin = psycopg.connect(
+            host=base.host,
+            port=base.port or 5432,
+            user=base.username,
+            dbname=base.database or "postgres",
+            autocommit=True,
+            connect_timeout=2,
+        )
+    except Exception as exc:  # no server here: that row is left out, saying why
+        print(f"  (no PostgreSQL server at {url}: {type(exc).__name__}; row left out)")
+        yield None
+        return
+    name = f"expdna_hookbench_{secrets.token_hex(4)}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield base.set(database=name).render_as_string(hide_password=False)
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def store_start(repeat: int, pg_url: str | None) -> bool:
+    """The training start without a store, with a local SQLite one, with PostgreSQL."""
+    from expdna.store import Store
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    with tempfile.TemporaryDirectory() as tmp, _pg_database(pg_url) as url:
+        configs: dict[str, dict[str, str]] = {"no store": base}
+        local = Path(tmp) / "local"
+        Store.open(local).close()  # an existing store, as a team's is
+        configs["local SQLite store"] = {**base, "EXPDNA_STORE": str(local)}
+        if url is not None:
+            shared = Path(tmp) / "shared"
+            Store.open(shared, url, upgrade=True).close()
+            configs["shared PostgreSQL index"] = {
+                **base,
+                "EXPDNA_STORE": str(shared),
+                "EXPDNA_INDEX_URL": url,
+            }
+        figures: dict[str, float] = {}
+        # round-robin: each round runs every configuration once, so a busy minute on a
+        # shared machine costs them all alike
+        rounds = [
+            {name: _training_start(env) for name, env in configs.items()} for _ in range(repeat)
+        ]
+        for name in configs:
+            runs = [measured[name] for measured in rounds]
+            figures[name] = statistics.median(r["ms"] for r in runs)
+            heavy = sorted({m for r in runs for m in r["heavy"]})
+            warned = [w for r in runs for w in r["warnings"]]
+            print(
+                f"  {name:<24} {figures[name]:8.1f} ms  (start + add_runtime + finish, median "
+                f"of {repeat}; loaded {', '.join(heavy) or 'no SQLAlchemy/alembic'})"
+            )
+            if warned:
+                print(f"    warnings: {warned[:2]}")
+    ok = True
+    for name, value in figures.items():
+        if name == "no store":
+            continue
+        added = value - figures["no store"]
+        met = added <= STORE_ADDED_TARGET_MS
+        ok &= met
+        print(
+            f"  added by a {name}: {added:+.1f} ms   target <= {STORE_ADDED_TARGET_MS:.0f} ms: "
+            f"{'ok' if met else 'MISSED'}"
+        )
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--skip-cluster", action="store_true")
     parser.add_argument("--project", type=Path, help="measure in this checkout instead")
+    parser.add_argument("--store-only", action="store_true", help="only the with-store start")
+    parser.add_argument("--pg-url", help="the shared PostgreSQL index to measure with")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,6 +319,10 @@ def ray_first_task_ms() -> float:
 
 def run(args: argparse.Namespace) -> int:
     results = []
+    print("training start with a store (fresh interpreters):")
+    results.append(store_start(args.repeat, args.pg_url))
+    if args.store_only:
+        return 0 if all(results) else 1
     try:
         results.append(
             measure(

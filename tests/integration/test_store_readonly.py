@@ -205,6 +205,7 @@ def test_gc_creates_no_store_and_removes_nothing_without_its_index(tmp_path: Pat
     before = {p for p in (store / "objects").rglob("*") if p.is_file()}
     (store / "index.sqlite").unlink()
     done = run(store, "gc", "--grace", "0")
-    assert done.returncode == 1 and "expdna reindex" in done.stderr, done.stderr
+    assert done.returncode == 2, done.stderr
+    assert "index missing: run expdna reindex" in done.stderr, done.stderr
     assert {p for p in (store / "objects").rglob("*") if p.is_file()} == before
     assert not (store / "index.sqlite").exists()

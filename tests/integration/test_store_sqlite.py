@@ -25,7 +25,15 @@ from expdna.store.errors import (
     RunNotFoundError,
 )
 from expdna.store.queries import named_filter, parse_where
-from tests.factories import DRIVER, PATCH_TEXT, VBIOS, collide_prefix, synthetic, synthetic_doc
+from tests.factories import (
+    DRIVER,
+    PATCH_TEXT,
+    VBIOS,
+    collide_prefix,
+    manifest_of,
+    synthetic,
+    synthetic_doc,
+)
 
 
 @pytest.fixture
@@ -79,11 +87,18 @@ def test_record_is_idempotent_per_run_id(store: Store) -> None:
 
 def test_the_same_run_id_with_other_content_is_a_conflict(store: Store) -> None:
     store.record(synthetic(2))
-    changed = synthetic(2)
-    changed.metrics["final_loss"] = 0.1  # metrics are outside the DNA: same DNA, new content
+    doc = synthetic_doc(2)
+    doc["collection"]["collectors"]["git"]["duration_ms"] = 99.0  # outside the DNA
+    changed = manifest_of(doc)
     with pytest.raises(RunConflictError, match="never changed"):
         store.record(changed)
     assert store.record_many([changed])[0].status == "conflict"
+    # final metrics are what the hook adds after recording: its file is the same run
+    later = synthetic(2)
+    before = store.metrics(later.run_id)
+    later.metrics["final_loss"] = 0.1
+    assert store.record(later).status == "skipped"
+    assert store.metrics(later.run_id) == before  # recording again changed nothing
 
 
 def test_an_edited_manifest_is_refused_and_nothing_is_written(store: Store) -> None:

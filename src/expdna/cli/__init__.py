@@ -9,6 +9,7 @@ commands' own docstrings.
 
 from __future__ import annotations
 
+import errno
 import importlib
 from typing import Any
 
@@ -151,11 +152,26 @@ class _Group(click.Group):
         except ExpdnaError as exc:
             click.echo(f"expdna: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
+        except OSError as exc:
+            if exc.errno not in _REFUSED_WRITES:
+                raise
+            # a filesystem that refuses a write (read-only, full, not ours): one line
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"expdna: error: {where}{exc.strerror or exc}", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
             # 128 + SIGINT, as a shell reports it; the store is consistent: the transaction
             # of the batch being written rolled back, and its blobs are left for gc
             click.echo("expdna: interrupted", err=True)
             ctx.exit(130)
+
+
+#: errno values of a write the filesystem refuses: reported in one line, exit 2.
+_REFUSED_WRITES = frozenset(
+    getattr(errno, name)
+    for name in ("EROFS", "EACCES", "EPERM", "ENOSPC", "EDQUOT")
+    if hasattr(errno, name)
+)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -13,6 +13,7 @@ from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
 from expdna.cli.store import StoreConfig, pass_config
+from expdna.errors import ExpdnaError
 from expdna.manifest.dna import short
 
 if TYPE_CHECKING:
@@ -154,7 +155,11 @@ def generate_command(
     assert manifest.dna is not None
     unknown = manifest.unknown or {}
     if record:
-        record_generated(config, manifest)
+        try:
+            record_generated(config, manifest)
+        except (ExpdnaError, OSError):  # the file is written: say so before the store's error
+            click.echo(f"expdna: wrote {path} (run {manifest.run_id}); not recorded:", err=True)
+            raise
     if as_json:
         emit_json(
             {

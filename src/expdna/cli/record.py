@@ -59,10 +59,10 @@ def _record_files(config: StoreConfig, paths: tuple[Path, ...]) -> list[RecordRe
 @click.option(
     "--scan",
     "scan",
-    type=click.Path(path_type=Path, file_okay=False),
-    metavar="DIR",
-    help="Record every manifest_*.json below DIR (already recorded runs are skipped); "
-    "every other .json file below DIR is named on stderr as passed over, with the reason.",
+    is_flag=True,
+    help="Record every manifest_*.json below the one DIR given (already recorded runs are "
+    "skipped); every other .json file below DIR is named on stderr as passed over, with "
+    "the reason. A flag, so `record --scan --quiet DIR` reads as it says.",
 )
 @click.option(
     "--json",
@@ -79,7 +79,7 @@ def record_command(
     ctx: click.Context,
     config: StoreConfig,
     manifests: tuple[Path, ...],
-    scan: Path | None,
+    scan: bool,
     as_json: bool,
     quiet: bool,
 ) -> None:
@@ -91,18 +91,21 @@ def record_command(
     a cycle) is named on stderr with the reason, one line per file. Exit 0 when every
     manifest was recorded or skipped, 2 when any failed.
     """
-    if bool(manifests) == (scan is not None):
+    if not manifests:
         raise click.UsageError("give MANIFEST files or --scan DIR (one of them)")
-    if scan is not None and not scan.is_dir():
-        raise click.BadParameter(f"{scan}: no such directory", param_hint="--scan")
+    if scan:
+        if len(manifests) != 1:
+            raise click.UsageError("--scan takes one directory (DIR), not manifest files")
+        if not manifests[0].is_dir():
+            raise click.BadParameter(f"{manifests[0]}: no such directory", param_hint="--scan")
 
     def passed_over(path: Path, reason: str) -> None:
         if not quiet:
             click.echo(f"expdna: passed over {path}: {reason}", err=True)
 
-    if scan is not None:
+    if scan:
         with open_store(config) as store:
-            results = list(store.scan(scan, passed_over=passed_over))
+            results = list(store.scan(manifests[0], passed_over=passed_over))
     else:
         results = _record_files(config, manifests)
     failed = [r for r in results if r.status in ("failed", "conflict")]
@@ -126,6 +129,19 @@ def record_generated(config: StoreConfig, manifest: Manifest) -> RecordResult:
     The manifest in memory is recorded, not the file: its patch text is whole even where
     the file had to shorten it under the size cap.
     """
+    from expdna.store.deferred import LogWriter, usable
+
+    if usable(config):  # as the training hook: objects and a log entry, no index here
+        writer = LogWriter(config)
+        writer.record(manifest)
+        click.echo(f"expdna: recorded run {manifest.run_id} in {writer.root}", err=True)
+        return RecordResult(
+            run_id=manifest.run_id,
+            dna=manifest.dna.value if manifest.dna else None,
+            generated_at=manifest.generated_at,
+            status="recorded",
+            source=None,
+        )
     with open_store(config) as store:
         result = store.record(manifest, source=None)
         where = store.root

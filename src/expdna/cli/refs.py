@@ -39,8 +39,10 @@ def _is_file_name(text: str) -> bool:
 def _open(config: StoreConfig, missing: str) -> Store:
     from expdna.store import SQLITE_NAME
     from expdna.store.facade import Store
+    from expdna.store.presence import require_index
 
     root = config.root
+    require_index(config)
     if config.index_url is None and not (root / SQLITE_NAME).is_file():
         raise StoreError(  # exit 2, as every query on a missing store
             f"{missing}: no such file, and no store at {root} to look it up in "

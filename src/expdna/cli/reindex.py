@@ -12,15 +12,22 @@ from expdna.cli.store import StoreConfig, pass_config
 
 @click.command("reindex")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as a JSON object.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Rebuild an SQLite index written by a newer expdna (a revision this one does not "
+    "know) at this expdna's revision, dropping the tables and columns that revision added.",
+)
 @pass_config
 @click.pass_context
-def reindex_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None:
+def reindex_command(ctx: click.Context, config: StoreConfig, as_json: bool, force: bool) -> None:
     """Rebuild the whole index (SQLite or PostgreSQL) from the object directory.
 
     Every run, pin, link and metrics update is replayed from the store's objects and log,
     with its original times, so queries answer as before. Use it when the index was lost,
     truncated or corrupted, or when fsck says it is behind. Exit 1 when something could
-    not be replayed (each named).
+    not be replayed (each named). An index at a revision this expdna does not know (a
+    newer expdna's) is refused, exit 2, unless --force.
     """
     from expdna.store.reindex import reindex
 
@@ -32,7 +39,7 @@ def reindex_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> N
             last[0] = now
             click.echo(f"reindex: {done}/{total} runs", err=True)
 
-    report = reindex(config, progress=progress)
+    report = reindex(config, progress=progress, force=force)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -126,6 +126,8 @@ def gc_command(config: StoreConfig, dry_run: bool, grace_s: float, as_json: bool
 
         emit_json({**asdict(report), "removed": [ref(d) for d in report.removed]})
         return
+    for line in report.irregular:
+        click.echo(f"expdna: {line}", err=True)
     verb = "would remove" if dry_run else "removed"
     if dry_run:
         from expdna.digest.refs import ref
@@ -146,12 +148,14 @@ def _refuse_without_sqlite_index(config: StoreConfig) -> None:
     from expdna.store import SQLITE_NAME
     from expdna.store.drift import REINDEX
     from expdna.store.errors import IndexLostError, StoreError
+    from expdna.store.presence import require_index
 
     if config.index_url is not None or (config.root / SQLITE_NAME).is_file():
         return
     objects = config.root / "objects"
     if not objects.is_dir():
         raise StoreError(f"no store at {config.root}")
+    require_index(config)  # objects there: "index missing: run expdna reindex", exit 2
     raise IndexLostError(
         f"gc removes nothing: index {config.root / SQLITE_NAME} is missing, but object "
         f"directory {objects} is there; {REINDEX}"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import ipaddress
+import os
+import socket
 import threading
 import webbrowser
 
@@ -59,8 +62,27 @@ def ui_command(config: StoreConfig, host: str, port: int, open_browser: bool) ->
             "and has no login; every recorded manifest is readable there",
             err=True,
         )
+    listening = _bind(host, port)  # before "serving": a busy port is one line, exit 2
+    port = listening.getsockname()[1]
     url = f"http://{'localhost' if host in ('127.0.0.1', '::1') else host}:{port}/"
     click.echo(f"expdna ui: serving {app.state.store.root} (read-only) at {url}", err=True)
     if open_browser:  # once the server is listening, which uvicorn.run does next
         threading.Timer(1.0, webbrowser.open, [url]).start()
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False)
+    )
+    server.run(sockets=[listening])
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; a port in use or an address not here is
+    :class:`InvalidInputError` (exit 2) naming it."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family, backlog=2048)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"expdna ui cannot listen on {host}:{port}: "
+            f"{os.strerror(exc.errno) if exc.errno else exc}"
+            + (" (pick another with --port)" if exc.errno == errno.EADDRINUSE else "")
+        ) from None

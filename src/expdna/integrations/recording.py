@@ -90,7 +90,13 @@ StoreTarget = str | os.PathLike[str] | RunStore | None
 
 
 def _open_store(config: StoreConfig) -> RunStore:
-    # The store brings SQLAlchemy: imported only when a run is recorded in one.
+    # An existing store is written as objects and log entries alone, which the index
+    # applies when it is next opened (expdna.store.deferred): no SQLAlchemy, no database
+    # in the training process. Only a new store is created through the index, once.
+    from expdna.store.deferred import LogWriter, usable
+
+    if usable(config):
+        return LogWriter(config)
     from expdna.store.facade import Store
 
     return Store.from_config(config)

@@ -18,7 +18,8 @@ Modules, in the order data flows through them:
   IN lists and batches) and ``intern`` (path, value and fact-set ids).
 - ``record/``: ``prepare`` (a manifest checked into blobs, a row and facts), ``storeform``
   (the store form of a manifest), ``sections`` (work per distinct section), ``factsets``
-  (shared facts of a repeated section), ``flatten`` (a manifest as facts), ``recorder``
+  (shared facts of a repeated section), ``flatten`` (a manifest as facts), ``samerun``
+  (a hook's later file of a recorded run is that run), ``recorder``
   (blobs then rows, batch by batch) and ``write`` (a batch's rows).
 - Queries: ``queries`` (resolve, list, twins, find), ``quickread`` (twins on a local
   SQLite index with the standard library alone), ``lineage``, ``pins`` and
@@ -26,8 +27,12 @@ Modules, in the order data flows through them:
   ``stability`` (metric spread across repeats), ``export`` (Parquet), ``maintenance``
   (fsck, gc).
 - The object directory as the source of truth: ``identity`` (the store id in the directory
-  and the index), ``logged`` (index-only facts written through the log), ``drift`` (an
-  index lost or behind the log) and ``reindex`` (the index rebuilt from the objects).
+  and the index), ``presence`` (a store and its SQLite index there, before any open),
+  ``logged`` (index-only facts written through the log), ``logbodies`` (their checked
+  bodies, light), ``interrupts`` (Ctrl-C held over a write), ``deferred`` (the training
+  process's writes: objects and pending log entries, no index), ``catchup`` (pending
+  entries applied by the next open), ``drift`` (an index lost or behind the log) and
+  ``reindex`` (the index rebuilt from the objects).
 - ``facade`` (the ``Store`` API on top), ``entities`` and ``errors`` (what callers get
   back).
 

@@ -166,6 +166,8 @@ class GcReport:
     temp_files: list[str]
     kept_young: int
     dry_run: bool
+    #: entries at object paths that are not regular files: left alone, named
+    irregular: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -87,3 +87,20 @@ class IndexLostError(StoreError):
     """The index looks lost or behind the object directory: ``expdna reindex`` (exit 1)."""
 
     exit_code = 1
+
+
+class IndexMissingError(StoreError):
+    """A store's objects are there and its SQLite index is not (``expdna reindex``)."""
+
+
+class UnreadableObjectError(StoreError):
+    """An entry at an object's path that is not a regular file (a FIFO, a directory), or an
+    object larger than what may be loaded as it: reported, never opened or read whole."""
+
+    exit_code = 1
+
+
+def unwritable(root: Path, exc: OSError) -> StoreError:
+    """The one line a write into a store the filesystem refuses (read-only, full) gives."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    return StoreError(f"store {root} cannot be written: {exc.strerror or exc}{where}")

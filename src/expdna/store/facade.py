@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS
 from expdna.store import identity, maintenance, queries
+from expdna.store.catchup import apply_pending
 from expdna.store.config import StoreConfig
 from expdna.store.entities import (
     FsckReport,
@@ -50,6 +51,7 @@ from expdna.store.index.migrate import (
 from expdna.store.index.readonly import writable
 from expdna.store.objects.interface import ObjectStore
 from expdna.store.objects.place import open_objects
+from expdna.store.presence import require_index
 from expdna.store.queries import Filter
 
 if TYPE_CHECKING:
@@ -177,6 +179,7 @@ class Store:
         ``read_only=True``: :meth:`open_for_reading`; ``bind=False``: the store id is not
         checked, for ``reindex``, which sets it)."""
         root = config.root
+        require_index(config)  # before open_index, which would create an empty one
         if read_only:
             return cls._for_reading(config, mounts_file=mounts_file, upgrade=upgrade)
         objects = open_objects(config)
@@ -198,6 +201,8 @@ class Store:
             if config.remote is None:
                 root.mkdir(parents=True, exist_ok=True)
             store.objects.ensure()
+            if bind:
+                apply_pending(store.objects, index, store.log)
         except OSError as exc:
             index.dispose()
             raise StoreError(f"{root}: cannot create the store: {exc.strerror}") from None
@@ -259,7 +264,23 @@ class Store:
         except BaseException:
             index.dispose()
             raise
-        return cls(root, index, open_objects(config))
+        store = cls(root, index, open_objects(config))
+        if store.log.pending():  # the training hook's entries: applied where it can be
+            store._catch_up(config, database, mounts_file)
+        return store
+
+    def _catch_up(self, config: StoreConfig, database: Path | None, mounts_file: Path) -> None:
+        """Apply pending log entries before a query, through a writing index; a store
+        this process cannot write answers without them (as it was)."""
+        if database is not None and not writable(database):
+            log.info("%s: pending log entries left for a writer (read-only here)", self.root)
+            return
+        writer = open_index(self.root, config.index_url, mounts_file=mounts_file)
+        try:
+            identity.bind(self.objects, writer)
+            apply_pending(self.objects, writer, self.log)
+        finally:
+            writer.dispose()
 
     def close(self) -> None:
         self.index.dispose()

@@ -9,12 +9,15 @@ old one held, times included.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from expdna.store.errors import unwritable
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
+from expdna.store.interrupts import interrupt_deferred
 from expdna.store.objects.interface import LogStore
 from expdna.store.objects.log import LogEntry
 
@@ -33,18 +36,22 @@ def write_logged(
 ) -> T:
     """Append the entry, then apply it and mark it applied in one transaction. An entry
     whose transaction fails is withdrawn: the index was never told it."""
-    entry = log.append(kind, body)
 
     def transaction(conn: Connection) -> T:
         result = apply(conn, entry)
         log_applied(conn, entry.name, entry.kind)
         return result
 
-    try:
-        return index.write_retrying(transaction)
-    except BaseException:
-        log.withdraw(entry.name)
-        raise
+    with interrupt_deferred():  # no Ctrl-C between the commit and knowing it committed
+        try:
+            entry = log.append(kind, body)
+        except OSError as exc:
+            raise unwritable(Path(log.root).parent.parent, exc) from None
+        try:
+            return index.write_retrying(transaction)
+        except BaseException:
+            log.withdraw(entry.name)
+            raise
 
 
 def appliers() -> dict[str, Apply]:

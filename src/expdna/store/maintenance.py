@@ -32,12 +32,20 @@ from expdna.digest.refs import ref
 from expdna.store import drift
 from expdna.store.config import StoreConfig
 from expdna.store.entities import FsckReport, GcReport
-from expdna.store.errors import CorruptObjectError, IndexLostError, MissingObjectError, StoreError
+from expdna.store.errors import (
+    CorruptObjectError,
+    IndexLostError,
+    MissingObjectError,
+    StoreError,
+    UnreadableObjectError,
+)
+from expdna.store.index.applied import applied_names
 from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Blob, Run, RunBlob
 from expdna.store.objects.directory import TRASH as TRASH
 from expdna.store.objects.interface import LogStore, ObjectStore
+from expdna.store.objects.log import LogEntry
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +68,15 @@ def _blob_rows(conn: Connection, fan: str) -> dict[str, tuple[int, str]]:
     return {digest: (blob_id, kind) for digest, blob_id, kind in rows}
 
 
+def irregular_objects(objects: ObjectStore) -> list[str]:
+    """One line per entry at an object path that is not a regular file."""
+    return [
+        f"object {ref(digest)} in {objects.location} is {what}, not a file: not read "
+        "(remove it; `expdna fsck` checks the store again)"
+        for digest, what in objects.irregular()
+    ]
+
+
 def _first_referrer(conn: Connection, blob_id: int) -> str | None:
     via_link = (
         select(Run.run_id).join(RunBlob, RunBlob.run_pk == Run.id).where(RunBlob.blob_id == blob_id)
@@ -75,13 +92,17 @@ def fsck(objects: ObjectStore, index: Index, log: LogStore | None = None) -> Fsc
     log = log or objects.open_log()
     standing = drift.check(objects, index, log)
     problems: list[str] = list(standing.problems)
+    entries: list[LogEntry] = []
     for name in log.names():
         try:
-            log.read(name)
+            entries.append(log.read(name))
         except ValueError as exc:
             problems.append(str(exc))
         except FileNotFoundError:
             continue
+    if not standing.problems:  # a lost or foreign index: that one line says it all
+        problems += log_gaps(index, entries)
+    problems += irregular_objects(objects)
     count = unreferenced = 0
     for fan in FANS:
         on_disk = set(objects.listing(fan))
@@ -96,7 +117,7 @@ def fsck(objects: ObjectStore, index: Index, log: LogStore | None = None) -> Fsc
         for digest in sorted(on_disk):
             try:
                 objects.verify(digest)
-            except CorruptObjectError as exc:
+            except (CorruptObjectError, UnreadableObjectError) as exc:
                 problems.append(str(exc))
             except MissingObjectError:  # removed while we looked: gc ran meanwhile
                 continue
@@ -148,6 +169,46 @@ def unfinished_runs(conn: Connection, now: datetime | None = None) -> list[str]:
     return [str(run_id) for run_id in rows.scalars()]
 
 
+#: How many run ids a log-gap problem names before "and N more".
+NAMED = 5
+
+
+def _named(run_ids: list[str]) -> str:
+    more = f" and {len(run_ids) - NAMED} more" if len(run_ids) > NAMED else ""
+    return ", ".join(run_ids[:NAMED]) + more
+
+
+def log_gaps(index: Index, entries: list[LogEntry]) -> list[str]:
+    """The log invariant (expdna.store.objects.log): every run in the index is named by a
+    ``record`` entry, and every run an applied ``record`` entry names is in the index.
+    Entries not applied yet are a recorder at work (or :mod:`expdna.store.drift`'s)."""
+    with index.read() as conn:
+        indexed = {str(r) for r in conn.execute(select(Run.run_id)).scalars()}
+        applied = applied_names(conn) if entries else set()
+    named: set[str] = set()
+    lost: set[str] = set()
+    for entry in entries:
+        if entry.kind != "record":
+            continue
+        runs = {str(run[0]) for run in entry.body.get("runs", [])}
+        named |= runs
+        if entry.name in applied:
+            lost |= runs - indexed
+    problems = []
+    unlogged = sorted(indexed - named)
+    if unlogged:
+        problems.append(
+            f"{len(unlogged)} runs in the index have no log entry ({_named(unlogged)}): a "
+            f"rebuild would lose their record times; {drift.REINDEX} and logs them"
+        )
+    if lost:
+        problems.append(
+            f"{len(lost)} runs named by applied log entries are not in the index "
+            f"({_named(sorted(lost))}); {drift.REINDEX}"
+        )
+    return problems
+
+
 def _old(path: str, cutoff: float) -> bool:
     try:
         return os.stat(path).st_mtime < cutoff
@@ -175,17 +236,18 @@ def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
     """Why fsck cannot open a store's SQLite index that its objects outlive (missing,
     unreadable), naming ``reindex``; None when that is not the case."""
     from expdna.store import SQLITE_NAME
-    from expdna.store.identity import holds_objects
+    from expdna.store.objects.idfile import holds_objects
 
     if config.index_url is not None or config.remote is not None:
         return None
     if not holds_objects(config.root / "objects"):
         return None
     database = config.root / SQLITE_NAME
-    state = "is missing" if not database.exists() else f"cannot be read ({error})"
+    if not database.exists():
+        return str(error)  # the one line every command gives (expdna.store.presence)
     return (
-        f"index {database} {state}, but object directory {config.root / 'objects'} holds "
-        f"objects; {drift.REINDEX}"
+        f"index {database} cannot be read ({error}), but object directory "
+        f"{config.root / 'objects'} holds objects; {drift.REINDEX}"
     )
 
 
@@ -307,4 +369,5 @@ def gc(
         temp_files=temp_files,
         kept_young=kept_young,
         dry_run=dry_run,
+        irregular=irregular_objects(objects),
     )

@@ -10,17 +10,16 @@ given are left as they are.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, delete, select
 
-from expdna.errors import InvalidInputError
 from expdna.store.index.bulk import bulk_insert, chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
 from expdna.store.index.models import Fact, FactPath, FactValue, Metric
+from expdna.store.logbodies import plain_metrics
 from expdna.store.logged import write_logged
 from expdna.store.objects.interface import LogStore
 from expdna.store.objects.log import LogEntry
@@ -28,37 +27,6 @@ from expdna.store.queries import resolve, run_pk
 from expdna.store.record.flatten import flatten
 
 _PREFIX = "metrics."
-
-
-def plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    """``metrics`` as plain JSON values (numpy scalars become int/float); bad input is exit 2."""
-    if not isinstance(metrics, Mapping):
-        raise InvalidInputError(
-            f"metrics must be a mapping of names to values, not {type(metrics).__name__}"
-        )
-    return {_name(key): _plain(value, str(key)) for key, value in metrics.items()}
-
-
-def _name(key: Any) -> str:
-    if not isinstance(key, str) or not key or key.startswith(".") or key.endswith("."):
-        raise InvalidInputError(f"metric name {key!r} is not usable (a non-empty string)")
-    return key
-
-
-def _plain(value: Any, where: str) -> Any:
-    if value is None or isinstance(value, (str, bool)):
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, Mapping):
-        return {_name(k): _plain(v, f"{where}.{k}") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, where) for v in value]
-    raise InvalidInputError(
-        f"metric {where}: {type(value).__name__} is not a number, string, list or mapping"
-    )
 
 
 def _owned(name: str, roots: set[str]) -> bool:

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, insert, select, text, update
 
 from expdna.digest import ALGORITHM
-from expdna.digest.refs import parse_digest
-from expdna.errors import InvalidInputError
 from expdna.store.entities import PinRecord
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Pin, Run
+from expdna.store.logbodies import pin_body
 from expdna.store.logged import write_logged
 from expdna.store.objects.interface import LogStore
 from expdna.store.objects.log import LogEntry
@@ -25,8 +24,6 @@ from expdna.store.queries import resolve, run_pk
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
-
-MAX_NAME_CHARS = 1024
 
 _COLUMNS = (
     Run.run_id,
@@ -38,19 +35,6 @@ _COLUMNS = (
     Pin.size,
     Pin.pinned_at,
 )
-
-
-def check_name(name: str | None) -> str | None:
-    """A pin name: any non-empty text on one line (exit 2 otherwise)."""
-    if name is None:
-        return None
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidInputError("a pin name must be a non-empty string")
-    if len(name) > MAX_NAME_CHARS or any(not ch.isprintable() for ch in name):
-        raise InvalidInputError(
-            f"pin name {name[:40]!r}: at most {MAX_NAME_CHARS} printable characters"
-        )
-    return name
 
 
 def _record(row: Any, matches: bool | None = None) -> PinRecord:
@@ -160,11 +144,8 @@ def pin(
     size: int | None = None,
 ) -> PinRecord:
     """:meth:`expdna.store.Store.pin`: checked, logged, then one write transaction."""
-    hex_digest = parse_digest(digest)
-    checked = check_name(name)
-    if size is not None and (not isinstance(size, int) or size < 0):
-        raise InvalidInputError(f"pin size {size!r} is not a byte count")
+    body = pin_body(run_id, digest, name, path, size)
     with index.read() as conn:
         run = resolve(conn, run_id)
-    body = {"run_id": run.run_id, "digest": hex_digest, "name": checked, "path": path, "size": size}
+    body["run_id"] = run.run_id
     return write_logged(index, log, "pin", body, apply_entry)

@@ -24,6 +24,7 @@ import json
 import logging
 import multiprocessing
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -37,16 +38,27 @@ from sqlalchemy import Connection, event, text
 from expdna.digest import hex_of
 from expdna.errors import ExpdnaError
 from expdna.filesystems import DEFAULT_MOUNTS
+from expdna.manifest.io import MAX_READ_BYTES
+from expdna.regular import open_regular
 from expdna.store import identity
 from expdna.store.config import StoreConfig
 from expdna.store.entities import ReindexReport
-from expdna.store.errors import MissingObjectError, StoreError, StoreIdentityError
+from expdna.store.errors import (
+    IndexRevisionError,
+    MissingObjectError,
+    StoreError,
+    StoreIdentityError,
+    UnreadableObjectError,
+    unwritable,
+)
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index, open_index, shown
 from expdna.store.index.intern import InternCache
-from expdna.store.index.migrate import upgrade
+from expdna.store.index.migrate import HEAD, current_revision, known, upgrade
 from expdna.store.index.models import Base
+from expdna.store.index.readonly import read_only_uri
 from expdna.store.logged import appliers
+from expdna.store.maintenance import irregular_objects
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.interface import LogStore, ObjectStore
 from expdna.store.objects.log import LogEntry
@@ -91,7 +103,7 @@ def _prepare_one(
 ) -> Prepared | None:
     """A run prepared from its stored manifest, its blobs as the entry lists them."""
     try:
-        data = objects.read_verified(manifest)
+        data = objects.read_verified(manifest, max_bytes=MAX_READ_BYTES)
         prepared = prepare_doc(json.loads(data), source=source, memo=memo)
     except (ExpdnaError, ValueError) as exc:
         problems.append(f"{source}: not reindexed: {exc}")
@@ -107,7 +119,7 @@ def _prepare_one(
 _WORKER: dict[str, tuple[ObjectDir, SectionMemo]] = {}
 
 
-def _prepare_entry(
+def prepare_entry(
     objects_root: str, name: str, runs: list[list[Any]]
 ) -> tuple[list[Prepared], list[str]]:
     """A record entry's runs, prepared in a worker process over the directory
@@ -154,15 +166,13 @@ def _prepared_entries(
         ahead: collections.deque[Future[tuple[list[Prepared], list[str]]]] = collections.deque()
         pending = iter(entries)
         for entry in itertools.islice(pending, 2 * workers):
-            ahead.append(pool.submit(_prepare_entry, root, entry.name, entry.body.get("runs", [])))
+            ahead.append(pool.submit(prepare_entry, root, entry.name, entry.body.get("runs", [])))
         while ahead:
             done = ahead.popleft().result()
             following = next(pending, None)
             if following is not None:
                 ahead.append(
-                    pool.submit(
-                        _prepare_entry, root, following.name, following.body.get("runs", [])
-                    )
+                    pool.submit(prepare_entry, root, following.name, following.body.get("runs", []))
                 )
             yield done
 
@@ -170,8 +180,15 @@ def _prepared_entries(
 class _Rebuild:
     """One rebuild: the object directory, the index being filled, and what went wrong."""
 
-    def __init__(self, objects: ObjectStore, index: Index, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        objects: ObjectStore,
+        index: Index,
+        progress: Progress | None,
+        store_log: LogStore | None = None,
+    ) -> None:
         self.objects = objects
+        self.log = store_log
         self.index = index
         self.memo = SectionMemo()
         self.cache = InternCache()
@@ -230,11 +247,17 @@ class _Rebuild:
         found: list[tuple[datetime, Prepared, datetime]] = []
         for digest in digests:
             info = self.objects.stat(digest)
-            try:
-                data = self.objects.read(digest)
-            except MissingObjectError:
-                continue
             if info is None:
+                continue
+            try:
+                data = self.objects.read(digest, max_bytes=MAX_READ_BYTES)
+            except (FileNotFoundError, MissingObjectError):
+                continue
+            except UnreadableObjectError as exc:
+                if isinstance(self.objects, ObjectDir) and _starts_as_json(
+                    self.objects.path(digest)
+                ):
+                    self.problems.append(f"manifest object {digest}: not adopted: {exc}")
                 continue
             mtime = info.mtime
             if not data.startswith(b"{") or hex_of(data) != digest:
@@ -259,8 +282,28 @@ class _Rebuild:
         found.sort(key=lambda item: (item[0], item[1].run_id))
         for start in range(0, len(found), ADOPT_BATCH):
             part = found[start : start + ADOPT_BATCH]
-            self.write_runs([p for _, p, _ in part], max(at for _, _, at in part))
+            at = max(when for _, _, when in part)
+            batch = [p for _, p, _ in part]
+            # logged now, so the log names every run (fsck checks it) and the next
+            # rebuild replays them with this time
+            runs = [
+                [p.run_id, p.manifest_digest, [[b.digest, b.kind, b.size] for b in p.blobs[1:]]]
+                for p in batch
+            ]
+            entry = None
+            if self.log is not None:
+                entry = self.log.append("record", {"runs": runs}, at=at)
+            self.write_runs(batch, at, entry)
         return len(found)
+
+
+def _starts_as_json(path: Path) -> bool:
+    """Whether an object too large to load begins as a manifest would (one byte read)."""
+    try:
+        with open(open_regular(str(path)), "rb") as handle:
+            return handle.read(1) == b"{"
+    except (OSError, ExpdnaError):
+        return False
 
 
 def _entries(store_log: LogStore, problems: list[str]) -> list[LogEntry]:
@@ -276,7 +319,8 @@ def _entries(store_log: LogStore, problems: list[str]) -> list[LogEntry]:
 def _fill(
     objects: ObjectStore, index: Index, store_log: LogStore, progress: Progress | None
 ) -> tuple[_Rebuild, int, int]:
-    rebuild = _Rebuild(objects, index, progress)
+    rebuild = _Rebuild(objects, index, progress, store_log)
+    rebuild.problems += irregular_objects(objects)
     entries = _entries(store_log, rebuild.problems)
     named: set[str] = set()
     for entry in entries:
@@ -321,13 +365,76 @@ def _sqlite_target(config: StoreConfig) -> Path | None:
     return Path(str(url.database)) if url.drivername == "sqlite" else None
 
 
+def _sqlite_revision(database: Path) -> str | None:
+    """The revision of the SQLite index being replaced; None when it has none or cannot
+    be read (a lost or corrupt index is what reindex is for)."""
+    if not database.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(read_only_uri(database), uri=True, timeout=2.0)
+        try:
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return None if row is None else str(row[0])
+
+
+def newer_revision(config: StoreConfig, index: Index | None = None) -> str | None:
+    """The index's revision when this expdna does not know it (a newer expdna wrote it)."""
+    database = _sqlite_target(config)
+    if database is not None:
+        found = _sqlite_revision(database)
+    else:
+        assert index is not None
+        with index.read() as conn:
+            found = current_revision(conn)
+    return found if found is not None and found != HEAD and not known(found) else None
+
+
+def _refuse_newer(found: str, where: str, *, force: bool, sqlite: bool) -> None:
+    if force and sqlite:
+        log.warning(
+            "index %s is at revision %s, newer than this expdna knows (head %s): rebuilt at "
+            "%s, dropping the tables and columns that revision added",
+            where,
+            found,
+            HEAD,
+            HEAD,
+        )
+        return
+    remedy = (
+        f"`expdna reindex --force` rebuilds it at {HEAD}, dropping the tables and columns "
+        f"revision {found} added; or upgrade expdna"
+        if sqlite
+        else "upgrade expdna (a PostgreSQL index is never downgraded here)"
+    )
+    raise IndexRevisionError(
+        f"index {where} is at revision {found}, newer than this expdna knows (head {HEAD}): "
+        f"reindex refuses to replace it; {remedy}"
+    )
+
+
 def reindex(
     config: StoreConfig,
     *,
     progress: Progress | None = None,
     mounts_file: Path = DEFAULT_MOUNTS,
+    force: bool = False,
 ) -> ReindexReport:
-    """Rebuild the index ``config`` names from its object directory."""
+    """Rebuild the index ``config`` names from its object directory. An index at a
+    revision this expdna does not know is refused (exit 2) unless ``force`` (SQLite
+    only): it is then rebuilt at this expdna's head, losing what the newer one added."""
+    try:
+        return _reindex(config, progress=progress, mounts_file=mounts_file, force=force)
+    except OSError as exc:
+        raise unwritable(config.root, exc) from None
+
+
+def _reindex(
+    config: StoreConfig, *, progress: Progress | None, mounts_file: Path, force: bool
+) -> ReindexReport:
     started = time.monotonic()
     root = config.root
     objects = open_objects(config)
@@ -339,6 +446,9 @@ def reindex(
         root.mkdir(parents=True, exist_ok=True)  # the local cache the SQLite index lives in
     database = _sqlite_target(config)
     if database is not None:
+        newer = newer_revision(config)
+        if newer is not None:
+            _refuse_newer(newer, str(database), force=force, sqlite=True)
         temp = database.with_name(f"{database.name}.reindex-{os.getpid()}")
         _remove_sqlite(temp)
         with contextlib.suppress(FileNotFoundError):
@@ -363,6 +473,9 @@ def reindex(
     else:
         index = open_index(root, config.index_url, mounts_file=mounts_file)
         try:
+            newer = newer_revision(config, index)
+            if newer is not None:
+                _refuse_newer(newer, shown(index.url), force=force, sqlite=False)
             upgrade(index)
             with index.write() as conn:
                 found = identity.index_id(conn)

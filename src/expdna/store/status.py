@@ -20,7 +20,8 @@ from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
 from expdna.store.index.models import Fact, FactPath, FactValue, Run
 from expdna.store.logged import write_logged
-from expdna.store.objects.log import LogEntry, StoreLog
+from expdna.store.objects.interface import LogStore
+from expdna.store.objects.log import LogEntry
 from expdna.store.queries import run_pk
 from expdna.store.record.flatten import flatten
 
@@ -75,7 +76,7 @@ def apply_entry(conn: Connection, entry: LogEntry) -> str | None:
 
 
 def record_status(
-    index: Index, log: StoreLog, run_id: str, status: Mapping[str, Any]
+    index: Index, log: LogStore, run_id: str, status: Mapping[str, Any]
 ) -> str | None:
     """:meth:`expdna.store.Store.record_status`: checked, logged, one write transaction."""
     clean = checked_status(status)

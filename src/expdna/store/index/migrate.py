@@ -55,7 +55,7 @@ def _upgrade_in(conn: Connection) -> str | None:
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK})
     found = current_revision(conn)
-    if found is not None and found != HEAD and not _known(found):
+    if found is not None and found != HEAD and not known(found):
         raise IndexRevisionError(
             f"index is at revision {found}, newer than this expdna knows (head {HEAD}): "
             "upgrade expdna"
@@ -81,7 +81,7 @@ def revision(index: Index) -> str | None:
 
 def upgradable(found: str | None) -> bool:
     """Whether an index at ``found`` is behind this expdna (and so can be upgraded)."""
-    return found != HEAD and (found is None or _known(found))
+    return found != HEAD and (found is None or known(found))
 
 
 def ensure_current(index: Index, *, auto_upgrade: bool) -> None:
@@ -91,7 +91,7 @@ def ensure_current(index: Index, *, auto_upgrade: bool) -> None:
     if found == HEAD:
         return
     where = shown(index.url)
-    if found is not None and not _known(found):
+    if found is not None and not known(found):
         raise IndexRevisionError(
             f"index {where} is at revision {found}, newer than this expdna knows "
             f"(head {HEAD}): upgrade expdna"
@@ -109,7 +109,8 @@ def ensure_current(index: Index, *, auto_upgrade: bool) -> None:
     )
 
 
-def _known(revision: str) -> bool:
+def known(revision: str) -> bool:
+    """Whether ``revision`` is one of this expdna's migrations."""
     from alembic.script import ScriptDirectory
 
     script = ScriptDirectory.from_config(alembic_config())

@@ -13,6 +13,7 @@ import ctypes
 import itertools
 import logging
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -20,9 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from blake3 import blake3
+
 from expdna.digest import hex_of
-from expdna.digest.refs import parse_digest
-from expdna.store.errors import CorruptObjectError, MissingObjectError
+from expdna.digest.refs import parse_digest, ref
+from expdna.regular import NotRegularFileError, kind, open_regular
+from expdna.store.errors import CorruptObjectError, MissingObjectError, UnreadableObjectError
 
 if TYPE_CHECKING:
     from expdna.store.objects.interface import Stat
@@ -36,6 +40,8 @@ TRASH = "trash"
 _HEX = frozenset("0123456789abcdef")
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 _TEMP_COUNTER = itertools.count()
+#: Bytes hashed at a time by :meth:`ObjectDir.verify`: memory stays flat for any object.
+VERIFY_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -177,17 +183,40 @@ class ObjectDir:
         with contextlib.suppress(OSError):
             os.utime(path)
 
-    def read(self, digest: str) -> bytes:
-        """The object's bytes; :class:`MissingObjectError` when absent (not re-hashed)."""
+    def _open(self, digest: str) -> int:
+        """A descriptor on the object, refused unless it is a regular file (the object
+        directory is read as untrusted: a FIFO there must not block a reader)."""
         path = self.path(digest)
         try:
-            return path.read_bytes()
+            return open_regular(str(path))
         except FileNotFoundError:
             raise MissingObjectError(parse_digest(digest), self.root) from None
+        except NotRegularFileError as exc:
+            raise UnreadableObjectError(
+                f"object {ref(parse_digest(digest))} in {self.root} is {exc.kind}, not a file"
+            ) from None
 
-    def read_verified(self, digest: str) -> bytes:
+    def read(self, digest: str, *, max_bytes: int | None = None) -> bytes:
+        """The object's bytes; :class:`MissingObjectError` when absent (not re-hashed).
+        ``max_bytes``: a larger object is :class:`UnreadableObjectError`, not loaded."""
+        fd = self._open(digest)
+        with open(fd, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if max_bytes is not None and size > max_bytes:
+                raise UnreadableObjectError(
+                    f"object {ref(parse_digest(digest))} holds {size} bytes, over the "
+                    f"{max_bytes}-byte cap for what it is read as; not loaded"
+                )
+            data = handle.read(size + 1 if max_bytes is None else max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:  # it grew since the fstat
+            raise UnreadableObjectError(
+                f"object {ref(parse_digest(digest))} is over the {max_bytes}-byte cap; not loaded"
+            )
+        return data
+
+    def read_verified(self, digest: str, *, max_bytes: int | None = None) -> bytes:
         """The object's bytes after checking they still hash to ``digest``."""
-        data = self.read(digest)
+        data = self.read(digest, max_bytes=max_bytes)
         expected = parse_digest(digest)
         actual = hex_of(data)
         if actual != expected:
@@ -195,18 +224,47 @@ class ObjectDir:
         return data
 
     def verify(self, digest: str) -> None:
-        """Re-hash one object: :class:`CorruptObjectError` or :class:`MissingObjectError`."""
-        self.read_verified(digest)
+        """Re-hash one object in bounded chunks: :class:`CorruptObjectError`,
+        :class:`MissingObjectError` or :class:`UnreadableObjectError`."""
+        expected = parse_digest(digest)
+        hasher = blake3()
+        with open(self._open(digest), "rb") as handle:
+            while chunk := handle.read(VERIFY_CHUNK):
+                hasher.update(chunk)
+        actual = hasher.hexdigest()
+        if actual != expected:
+            raise CorruptObjectError(expected, actual, self.root)
 
-    def __iter__(self) -> Iterator[str]:
-        """Every object's digest (temporary files and foreign names left out)."""
+    def irregular(self) -> Iterator[tuple[str, str]]:
+        """(digest, what it is) of each entry named as an object that is not a regular
+        file: reported by fsck, reindex and gc, and never opened."""
         if not self.root.is_dir():
             return
         for fan in sorted(os.scandir(self.root), key=lambda e: e.name):
             if len(fan.name) != 2 or not _HEX.issuperset(fan.name) or not fan.is_dir():
                 continue
             for entry in os.scandir(fan.path):
-                if len(entry.name) == 62 and _HEX.issuperset(entry.name):
+                if len(entry.name) != 62 or not _HEX.issuperset(entry.name):
+                    continue
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if not stat.S_ISREG(mode):
+                    what = "a symbolic link" if stat.S_ISLNK(mode) else kind(mode)
+                    yield fan.name + entry.name, what
+
+    def __iter__(self) -> Iterator[str]:
+        """Every object's digest (temporary files, foreign names and entries that are not
+        regular files left out)."""
+        if not self.root.is_dir():
+            return
+        for fan in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if len(fan.name) != 2 or not _HEX.issuperset(fan.name) or not fan.is_dir():
+                continue
+            for entry in os.scandir(fan.path):
+                if (
+                    len(entry.name) == 62
+                    and _HEX.issuperset(entry.name)
+                    and entry.is_file(follow_symlinks=False)  # others: irregular()
+                ):
                     yield fan.name + entry.name
 
     def temp_files(self) -> Iterator[Path]:
@@ -236,9 +294,9 @@ class ObjectDir:
     def holds(self, digest: str, data: bytes) -> bool:
         """Whether the object ``digest`` is present with exactly ``data`` (verify on skip)."""
         try:
-            with open(self._final(digest), "rb") as handle:
+            with open(open_regular(self._final(digest)), "rb") as handle:
                 return handle.read(len(data) + 1) == data
-        except FileNotFoundError:
+        except (FileNotFoundError, NotRegularFileError):  # not there, or not an object
             return False
 
     def present(self, digest: str, size: int) -> bool:
@@ -246,11 +304,12 @@ class ObjectDir:
         NFS client revalidates a file on open (close-to-open consistency), while a stat may
         answer from attributes cached before another machine removed it."""
         try:
-            fd = os.open(self._final(digest), os.O_RDONLY)
+            fd = os.open(self._final(digest), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             return False
         try:
-            return os.fstat(fd).st_size == size
+            st = os.fstat(fd)
+            return stat.S_ISREG(st.st_mode) and st.st_size == size
         finally:
             os.close(fd)
 
@@ -279,7 +338,8 @@ class ObjectDir:
             return {}
         found: dict[str, Stat] = {}
         for entry in os.scandir(directory):
-            if len(entry.name) != 62:
+            # regular files only: anything else there is named by irregular(), never opened
+            if len(entry.name) != 62 or not entry.is_file(follow_symlinks=False):
                 continue
             try:
                 info = entry.stat()

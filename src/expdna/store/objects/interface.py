@@ -30,9 +30,18 @@ class Stat:
 class LogStore(Protocol):
     """The store's log entries (:mod:`expdna.store.objects.log`), wherever they live."""
 
+    #: Where the entries are: a directory, or a key prefix in a bucket.
+    root: Any
+
     def append(
-        self, kind: str, body: dict[str, Any], *, at: datetime | None = None
+        self, kind: str, body: dict[str, Any], *, at: datetime | None = None, pending: bool = False
     ) -> LogEntry: ...
+
+    def pending(self) -> list[str]:
+        """Entries written for the index to apply later (the training hook's), oldest first."""
+        ...
+
+    def clear_pending(self, name: str) -> None: ...
 
     def names(self) -> list[str]: ...
 
@@ -66,9 +75,11 @@ class ObjectStore(Protocol):
         """Write ``blobs`` again where an object is missing or damaged (same bytes)."""
         ...
 
-    def read(self, digest: str) -> bytes: ...
+    def read(self, digest: str, *, max_bytes: int | None = None) -> bytes:
+        """``max_bytes``: a larger object is UnreadableObjectError, not loaded."""
+        ...
 
-    def read_verified(self, digest: str) -> bytes: ...
+    def read_verified(self, digest: str, *, max_bytes: int | None = None) -> bytes: ...
 
     def verify(self, digest: str) -> None: ...
 
@@ -84,6 +95,11 @@ class ObjectStore(Protocol):
         ...
 
     def stat(self, digest: str) -> Stat | None: ...
+
+    def irregular(self) -> Iterator[tuple[str, str]]:
+        """(digest, what it is) of each entry at an object path that is not a regular file
+        (a directory's FIFOs, folders, links; a bucket holds none)."""
+        ...
 
     def listing(self, fan: str) -> dict[str, Stat]:
         """The objects whose digest starts with ``fan`` (2 hex), a page at a time."""

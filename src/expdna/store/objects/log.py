@@ -28,13 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from expdna.digest import hex_of
+from expdna.regular import NotRegularFileError, open_regular
 from expdna.store.objects.directory import READ_ONLY, TEMP_PREFIX, fsync_path
 
 LOG_DIR = "log"
+#: Entries written by a process that does not touch the index (the training hook), each as
+#: an empty file of the entry's name: whoever opens the index next applies them.
+PENDING_DIR = "pending"
 VERSION = 1
 KINDS = ("record", "pin", "link", "metrics", "status")
 _NAME = re.compile(r"(\d{8}T\d{12}Z)-([0-9a-f]{64})")
 _COUNTER = itertools.count()
+#: No entry expdna writes comes near this (a batch of 500 runs is ~200 KB).
+MAX_ENTRY_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -92,8 +98,17 @@ class StoreLog:
     def __init__(self, objects_root: Path) -> None:
         self.root = objects_root / LOG_DIR
 
-    def append(self, kind: str, body: dict[str, Any], *, at: datetime | None = None) -> LogEntry:
-        """Write one entry durably; returns it. ``at``: its time (default now, UTC)."""
+    def append(
+        self,
+        kind: str,
+        body: dict[str, Any],
+        *,
+        at: datetime | None = None,
+        pending: bool = False,
+    ) -> LogEntry:
+        """Write one entry durably; returns it. ``at``: its time (default now, UTC).
+        ``pending``: no index will be told by this process; a marker under
+        ``log/pending`` asks the next process that opens the index to apply it."""
         entry, data = encode_entry(kind, body, at)
         name = entry.name
         self.root.mkdir(parents=True, exist_ok=True)
@@ -118,7 +133,35 @@ class StoreLog:
                 os.unlink(temp)
         if os.name == "posix":
             fsync_path(self.root)
+        if pending:
+            self._mark_pending(name)
         return entry
+
+    @property
+    def pending_root(self) -> Path:
+        return self.root / PENDING_DIR
+
+    def _mark_pending(self, name: str) -> None:
+        # Not synced: the entry is durable already, and a marker a crash loses leaves an
+        # entry the index lacks, which fsck names after drift.STALE_S and reindex applies.
+        # The sync would cost a training start a filesystem round trip per entry.
+        self.pending_root.mkdir(exist_ok=True)
+        fd = os.open(self.pending_root / name, os.O_WRONLY | os.O_CREAT, READ_ONLY)
+        os.close(fd)
+
+    def pending(self) -> list[str]:
+        """Entries written for the index to apply later, oldest first (one directory
+        listing: cheap enough for every command that opens the index)."""
+        try:
+            with os.scandir(self.pending_root) as found:
+                return sorted(e.name for e in found if is_entry_name(e.name))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def clear_pending(self, name: str) -> None:
+        """The entry is in the index now (or never will be): forget its marker."""
+        with contextlib.suppress(FileNotFoundError):
+            (self.pending_root / name).unlink()
 
     def names(self) -> list[str]:
         """Every entry's name, oldest first."""
@@ -131,7 +174,14 @@ class StoreLog:
         no longer hash to its name)."""
         if _NAME.fullmatch(name) is None:
             raise ValueError(f"{name}: not a log entry name")
-        return decode_entry(name, (self.root / name).read_bytes(), verify=verify)
+        try:  # read as untrusted: a FIFO must not block, a huge file not be loaded
+            with open(open_regular(str(self.root / name)), "rb") as handle:
+                data = handle.read(MAX_ENTRY_BYTES + 1)
+        except NotRegularFileError as exc:
+            raise ValueError(f"log entry {name} is {exc.kind}, not a file") from None
+        if len(data) > MAX_ENTRY_BYTES:
+            raise ValueError(f"log entry {name} is over {MAX_ENTRY_BYTES} bytes: not read")
+        return decode_entry(name, data, verify=verify)
 
     def entries(self) -> Iterator[LogEntry]:
         for name in self.names():
@@ -149,3 +199,4 @@ class StoreLog:
         """Remove an entry whose index transaction failed, so it was never applied."""
         with contextlib.suppress(FileNotFoundError):
             (self.root / name).unlink()
+        self.clear_pending(name)

@@ -37,8 +37,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from expdna.digest import hex_of
-from expdna.digest.refs import parse_digest
-from expdna.store.errors import CorruptObjectError, MissingObjectError, StoreError
+from expdna.digest.refs import parse_digest, ref
+from expdna.store.errors import (
+    CorruptObjectError,
+    MissingObjectError,
+    StoreError,
+    UnreadableObjectError,
+)
 from expdna.store.objects.awsconfig import AwsSettings, resolve
 from expdna.store.objects.directory import TRASH
 from expdna.store.objects.idfile import ID_FILE, new_id
@@ -276,14 +281,26 @@ class S3Objects:
 
         self._parallel(one, list({hex_of(b): b for b in blobs}.items()))
 
-    def read(self, digest: str) -> bytes:
+    def read(self, digest: str, *, max_bytes: int | None = None) -> bytes:
+        if max_bytes is not None:
+            found = self._head(self.key(digest))
+            if found is not None and found.size > max_bytes:
+                raise UnreadableObjectError(
+                    f"object {ref(parse_digest(digest))} holds {found.size} bytes, over the "
+                    f"{max_bytes}-byte cap for what it is read as; not loaded"
+                )
         try:
-            return self._get(self.key(digest))
+            data = self._get(self.key(digest))
         except FileNotFoundError:
             raise MissingObjectError(parse_digest(digest), None) from None
+        if max_bytes is not None and len(data) > max_bytes:  # it grew since the HEAD
+            raise UnreadableObjectError(
+                f"object {ref(parse_digest(digest))} is over the {max_bytes}-byte cap; not loaded"
+            )
+        return data
 
-    def read_verified(self, digest: str) -> bytes:
-        data = self.read(digest)
+    def read_verified(self, digest: str, *, max_bytes: int | None = None) -> bytes:
+        data = self.read(digest, max_bytes=max_bytes)
         expected = parse_digest(digest)
         actual = hex_of(data)
         if actual != expected:
@@ -311,6 +328,9 @@ class S3Objects:
 
     def stat(self, digest: str) -> Stat | None:
         return self._head(self.key(digest))
+
+    def irregular(self) -> Iterator[tuple[str, str]]:
+        return iter(())
 
     def listing(self, fan: str) -> dict[str, Stat]:
         found: dict[str, Stat] = {}
@@ -410,10 +430,21 @@ class S3Log:
         self.root = f"{OBJECTS}/{LOG_DIR}"
         self._times: dict[str, float] = {}  # from the last listing
 
-    def append(self, kind: str, body: dict[str, Any], *, at: datetime | None = None) -> LogEntry:
+    def append(
+        self, kind: str, body: dict[str, Any], *, at: datetime | None = None, pending: bool = False
+    ) -> LogEntry:
+        # ``pending`` is never asked of a bucket: the training hook writes entries for a
+        # later index only into a directory store (expdna.store.deferred.usable), so every
+        # entry here is applied by the process that wrote it.
         entry, data = encode_entry(kind, body, at)
         self.objects._create(f"{self.root}/{entry.name}", data)
         return entry
+
+    def pending(self) -> list[str]:
+        return []
+
+    def clear_pending(self, name: str) -> None:
+        return None
 
     def names(self) -> list[str]:
         found: dict[str, float] = {}

@@ -33,12 +33,14 @@ from expdna.store.errors import StoreError
 from expdna.store.index.applied import log_applied
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, Interned
+from expdna.store.interrupts import interrupt_deferred
 from expdna.store.objects.blobwriter import BlobWriter
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.interface import ObjectStore
 from expdna.store.objects.log import LogEntry
 from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
+from expdna.store.record.samerun import same_run
 from expdna.store.record.write import recorded_digests, write_batch
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,9 @@ class Recorder:
         self._interned = InternCache()
         #: the log entry of the batch whose blobs were written last, until its rows are
         self._entry: LogEntry | None = None
+        #: run id -> recorded manifest digest, of that batch's runs recorded before it
+        self._known: Mapping[str, str] = {}
+        self._same = same_run(objects)
 
     def _todo(self, batch: Sequence[Prepared]) -> list[bytes]:
         """The blobs of the runs not recorded yet (one look at the index). The objects of
@@ -103,6 +108,7 @@ class Recorder:
         if repair:
             self._guarded(lambda: self.objects.rewrite(repair.values()))
         self._entry = self._log_entry(batch, known)
+        self._known = known
         return [blob.data for p in batch if p.run_id not in known for blob in p.blobs]
 
     def _guarded(self, write: Callable[[], object]) -> None:
@@ -151,9 +157,11 @@ class Recorder:
 
             def body(conn: Connection) -> tuple[list[RecordStatus], Interned | None]:
                 if entry is None:
-                    return write_batch(conn, batch, self._interned, refused)
+                    return write_batch(conn, batch, self._interned, refused, same=self._same)
                 log_applied(conn, entry.name, entry.kind)
-                return write_batch(conn, batch, self._interned, refused, recorded_at=entry.at)
+                return write_batch(
+                    conn, batch, self._interned, refused, recorded_at=entry.at, same=self._same
+                )
 
             try:
                 status, interned = self.index.write_retrying(body)
@@ -198,6 +206,10 @@ class Recorder:
         for prepared, state in zip(batch, status, strict=True):
             if state in ("conflict", "failed"):  # a refused run leaves no objects
                 continue
+            if self._known.get(prepared.run_id, prepared.manifest_digest) != (
+                prepared.manifest_digest
+            ):  # skipped as the run it is (samerun): the store keeps its own manifest
+                continue
             for blob in prepared.blobs:
                 wanted.setdefault(blob.digest, blob.data)
         there = self.objects.present_many({d: len(data) for d, data in wanted.items()})
@@ -222,7 +234,7 @@ class Recorder:
             while True:
                 failure: Exception | None = None
                 results: list[RecordResult] = []
-                with paused_gc():
+                with paused_gc(), interrupt_deferred():
                     try:
                         items = next(pending, None)
                     except Exception as exc:  # re-raised below, after the rows before it

@@ -29,6 +29,7 @@ from expdna.store.index.models import (
 )
 from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
+from expdna.store.record.samerun import SameRun
 
 
 def recorded_digests(conn: Connection, run_ids: Iterable[str]) -> dict[str, str]:
@@ -61,6 +62,7 @@ def write_batch(
     refused: dict[str, str] | None = None,
     *,
     recorded_at: datetime | None = None,
+    same: SameRun | None = None,
 ) -> tuple[list[RecordStatus], Interned | None]:
     """Insert the index rows of ``batch``; returns each entry's status, in order, and the
     interned ids (for ``cache``, once the transaction has committed).
@@ -68,6 +70,8 @@ def write_batch(
     ``skipped``: the run is recorded already (or earlier in the batch) with the same
     manifest; ``conflict``: with another manifest (a recorded run is never changed);
     ``failed``: its lineage would close a cycle (the reason goes into ``refused``).
+    ``same``: whether another manifest of a recorded run id is that run all the same
+    (:mod:`expdna.store.record.samerun`): then ``skipped`` too.
     """
     status: list[RecordStatus] = ["recorded"] * len(batch)
     existing = recorded_digests(conn, (p.run_id for p in batch))
@@ -79,8 +83,12 @@ def write_batch(
         )
         if earlier is None:
             fresh[prepared.run_id] = position
+        elif earlier == prepared.manifest_digest:
+            status[position] = "skipped"
+        elif first is None and same is not None and same(earlier, prepared):
+            status[position] = "skipped"  # the hook's file of a run it recorded itself
         else:
-            status[position] = "skipped" if earlier == prepared.manifest_digest else "conflict"
+            status[position] = "conflict"
     if not fresh:
         return status, None
     new = [batch[fresh[run_id]] for run_id in sorted(fresh)]
@@ -129,8 +137,8 @@ def write_batch(
         theirs = recorded_digests(conn, racing)
         for run_id in racing:
             position = fresh[run_id]
-            same = theirs.get(run_id) == batch[position].manifest_digest
-            status[position] = "skipped" if same else "conflict"
+            equal = theirs.get(run_id) == batch[position].manifest_digest
+            status[position] = "skipped" if equal else "conflict"
 
     facts: list[tuple[int, int]] = []
     run_sets: list[tuple[int, int]] = []

@@ -1,0 +1,106 @@
+"""The training process's store: objects and log entries only, never the index.
+
+A training start must not pay for SQLAlchemy, alembic or a database round trip
+(``benchmarks/hook_bench.py``). The log is already the source of truth (``reindex``
+rebuilds any index from it), so the hook writes what a record, a pin or a metrics update
+leaves in the object directory (the run's blobs, then its log entry, each durable) and
+marks the entry pending (:meth:`StoreLog.append`). The next process that opens the index,
+any ``expdna`` command or ``Store.open``, applies pending entries first
+(:mod:`expdna.store.catchup`), so ``expdna which NAME`` right after a pin answers.
+
+Only a store that exists is written this way: one whose object directory has its store id
+(it was opened through the index once, which bound the two) and, for the embedded index,
+whose ``index.sqlite`` is there. A new store is created through :class:`Store` once, as
+before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from expdna.store import SQLITE_NAME
+from expdna.store.config import StoreConfig
+from expdna.store.errors import unwritable
+from expdna.store.logbodies import pin_body, plain_metrics
+from expdna.store.objects.directory import ObjectDir
+from expdna.store.objects.log import StoreLog
+
+if TYPE_CHECKING:
+    from expdna.manifest.model import Manifest
+
+log = logging.getLogger(__name__)
+
+#: ``expdna.store.identity.ID_FILE`` (that module brings SQLAlchemy).
+ID_FILE = "store-id"
+
+
+def usable(config: StoreConfig) -> bool:
+    """Whether ``config`` names an existing store this writer may write to."""
+    root = config.root
+    if config.remote is not None:  # a bucket: written through the index, as it is made
+        return False
+    if not (root / "objects" / ID_FILE).is_file():
+        return False
+    return config.index_url is not None or (root / SQLITE_NAME).is_file()
+
+
+class LogWriter:
+    """``record``, ``record_metrics`` and ``pin`` as log entries for the index to apply."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        self.root = config.root
+        self.objects = ObjectDir(self.root / "objects")
+        self.log = StoreLog(self.objects.root)
+
+    def record(self, manifest: Manifest) -> str:
+        """Write the run's blobs, then its ``record`` entry; returns the entry's name."""
+        from expdna.store.record.prepare import prepare
+
+        prepared = prepare(manifest)
+        extra = [[b.digest, b.kind, len(b.data)] for b in prepared.blobs[1:]]
+        runs = [[prepared.run_id, prepared.manifest_digest, extra]]
+        try:  # blobs first: the entry is what makes them a run
+            self.objects.put_many([blob.data for blob in prepared.blobs])
+        except OSError as exc:
+            raise unwritable(self.root, exc) from None
+        return self._append("record", {"runs": runs})
+
+    def _append(self, kind: str, body: dict[str, Any]) -> str:
+        try:
+            return self.log.append(kind, body, pending=True).name
+        except OSError as exc:
+            raise unwritable(self.root, exc) from None
+
+    def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str:
+        return self._append("metrics", {"run_id": run_id, "metrics": plain_metrics(metrics)})
+
+    def pin(
+        self,
+        *,
+        run_id: str,
+        digest: str,
+        name: str | None = None,
+        path: str | None = None,
+        size: int | None = None,
+    ) -> str:
+        return self._append("pin", pin_body(run_id, digest, name, path, size))
+
+    def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
+        """How the run ended, as a ``status`` entry (expdna.store.status applies it)."""
+        from pydantic import ValidationError
+
+        from expdna.errors import InvalidInputError
+        from expdna.manifest.model import RunStatus
+
+        try:
+            checked = RunStatus.model_validate(dict(status)).model_dump(mode="json")
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"not a run status: {exc}") from None
+        self._append("status", {"run_id": run_id, "status": checked})
+        state = checked.get("state")
+        return None if state is None else str(state)
+
+    def close(self) -> None:
+        """Nothing held open: every entry is durable when its call returns."""

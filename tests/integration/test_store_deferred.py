@@ -1,0 +1,166 @@
+"""The training process writes a store without its index: objects and log entries, applied
+by the next process that opens the index (expdna.store.deferred, expdna.store.catchup).
+
+Real hook runs in fresh interpreters (what is imported is the point), a real git
+repository, real SQLite files and the real PostgreSQL server, the installed ``expdna``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from expdna.store import Store
+from expdna.store.objects.log import StoreLog
+from tests.factories import run
+
+#: A training script: start, add_runtime, pin a checkpoint, final metrics, finish; it
+#: prints what it imported and the run id.
+TRAIN = """
+import json, sys
+import expdna
+out = sys.argv[1]
+lineage = {"derived_from": sys.argv[2]} if len(sys.argv) > 2 else None
+handle = expdna.start({"lr": 0.1}, output_dir=out, lineage=lineage)
+handle.add_runtime()
+open(out + "/ckpt.pt", "wb").write(b"weights of " + handle.run_id.encode())
+handle.pin(out + "/ckpt.pt", name="best.pt")
+handle.log_final(val_loss=0.25)
+handle.finish()
+heavy = [m for m in ("sqlalchemy", "alembic") if m in sys.modules]
+print(json.dumps({"run_id": handle.run_id, "heavy": heavy, "warnings": handle.warnings}))
+"""
+
+
+def _train(project: Path, store: Path, *args: str, index_url: str | None = None) -> dict:
+    env = {**os.environ, "EXPDNA_STORE": str(store)}
+    env.pop("EXPDNA_INDEX_URL", None)
+    if index_url is not None:
+        env["EXPDNA_INDEX_URL"] = index_url
+    out = project / "out"
+    out.mkdir(exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN, str(out), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict = json.loads(done.stdout.splitlines()[-1])
+    assert result["warnings"] == []
+    return result
+
+
+@pytest.fixture
+def project(repo: Path) -> Path:
+    """The training repository, with an uncommitted edit larger than the file cap allows
+    inline (the manifest file cuts its patch text; the store keeps it whole)."""
+    lines = [f"weight_{i} = {i * 7919 % 1000003}  # a long uncommitted edit" for i in range(4000)]
+    (repo / "train.py").write_text("\n".join(lines) + "\n")
+    return repo
+
+
+def test_the_hook_writes_no_index_and_the_next_command_applies_it(
+    project: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    Store.open(store).close()  # an existing store: the hook writes it as files
+    trained = _train(project, store)
+    run_id = trained["run_id"]
+    assert trained["heavy"] == []  # no SQLAlchemy, no alembic in the training process
+    pending = StoreLog(store / "objects").pending()
+    assert len(pending) == 3  # record, pin, metrics: waiting for the index
+
+    which = run(store, "which", "best.pt", "--json")  # the next command applies them
+    assert which.returncode == 0, which.stderr
+    assert [p["run_id"] for p in json.loads(which.stdout)] == [run_id]
+    assert StoreLog(store / "objects").pending() == []
+    with Store.open_for_reading(store) as opened:
+        assert opened.metrics(run_id) == {"val_loss": 0.25}
+        inline = opened.show(run_id, inline=True)
+    # the file cut the patch to fit its cap; the store holds it whole (show --inline)
+    (manifest,) = (project / "out").glob("manifest_*.json")
+    cut = json.loads(manifest.read_text())["code"]["proj"]["patch"]
+    whole = inline["code"]["proj"]["patch"]
+    assert cut["truncated"] is True and len(cut.get("text") or "") < 100_000
+    assert len(whole["text"]) == whole["size"] > 100_000
+    assert whole["digest"] == cut["digest"]
+
+    # the hook's own file, with its metrics, pin and cut patch, is the run: skipped
+    again = run(store, "record", str(manifest))
+    assert again.returncode == 0, again.stderr
+    assert "skipped" in again.stdout and "(already recorded)" in again.stdout
+    fsck = run(store, "fsck")
+    assert fsck.returncode == 0, fsck.stdout
+
+
+def test_a_rerecorded_hook_manifest_with_lineage_is_skipped(project: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    Store.open(store).close()
+    parent = _train(project, store)["run_id"]
+    child = _train(project, store, parent)["run_id"]
+    files = sorted((project / "out").glob("manifest_*.json"))
+    done = run(store, "record", *map(str, files), "--json")
+    assert done.returncode == 0, done.stderr
+    assert {r["run_id"]: r["status"] for r in json.loads(done.stdout)} == {
+        parent: "skipped",
+        child: "skipped",
+    }
+    lineage = run(store, "lineage", child, "--json")
+    assert lineage.returncode == 0, lineage.stderr
+    assert parent in lineage.stdout
+
+
+def test_which_right_after_pin_in_the_same_process(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import expdna
+
+    monkeypatch.delenv("EXPDNA_INDEX_URL", raising=False)
+    store = tmp_path / "store"
+    Store.open(store).close()
+    handle = expdna.start({"lr": 0.1}, store=store, caller_file=repo / "train.py")
+    assert handle is not None
+    handle.add_runtime()
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"weights")
+    assert handle.pin(checkpoint) is not None
+    assert handle.warnings == []
+    with Store.open_for_reading(store) as opened:
+        assert [p.run_id for p in opened.which(str(checkpoint))] == [handle.run_id]
+
+
+def test_a_new_store_is_made_through_the_index_once(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import expdna
+
+    monkeypatch.delenv("EXPDNA_INDEX_URL", raising=False)
+    store = tmp_path / "new-store"
+    handle = expdna.start({"lr": 0.1}, store=store, caller_file=repo / "train.py")
+    assert handle is not None
+    handle.add_runtime()
+    assert handle.warnings == []
+    assert StoreLog(store / "objects").pending() == []  # recorded through the index
+    with Store.open_for_reading(store) as opened:
+        assert opened.get(handle.run_id or "").dna == handle.dna
+
+
+def test_the_hook_on_the_shared_postgresql_index(
+    project: Path, tmp_path: Path, pg_url: str
+) -> None:
+    store = tmp_path / "store"
+    Store.open(store, pg_url, upgrade=True).close()
+    trained = _train(project, store, index_url=pg_url)
+    assert trained["heavy"] == []
+    with Store.open(store, pg_url) as opened:  # applies the pending entries
+        assert [p.run_id for p in opened.which("best.pt")] == [trained["run_id"]]
+        assert opened.metrics(trained["run_id"]) == {"val_loss": 0.25}
+    assert StoreLog(store / "objects").pending() == []
