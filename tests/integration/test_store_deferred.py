@@ -76,7 +76,7 @@ def test_the_hook_writes_no_index_and_the_next_command_applies_it(
     run_id = trained["run_id"]
     assert trained["heavy"] == []  # no SQLAlchemy, no alembic in the training process
     pending = StoreLog(store / "objects").pending()
-    assert len(pending) == 3  # record, pin, metrics: waiting for the index
+    assert len(pending) == 4  # record, pin, metrics, status: waiting for the index
 
     which = run(store, "which", "best.pt", "--json")  # the next command applies them
     assert which.returncode == 0, which.stderr

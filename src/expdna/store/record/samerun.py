@@ -21,7 +21,7 @@ from expdna.store.objects.interface import ObjectStore
 from expdna.store.record.prepare import Prepared
 
 #: Top-level fields the hook fills in after the run is recorded; none is in the DNA.
-LATE = ("metrics", "tracking")
+LATE = ("metrics", "tracking", "status")
 
 #: (stored manifest digest, the new manifest prepared) -> whether they are one run.
 SameRun = Callable[[str, Prepared], bool]
