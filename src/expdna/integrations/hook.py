@@ -216,6 +216,7 @@ class RunHandle:
             return self
         if metrics:
             self.metrics.update(metrics)
+        self._note_determinism()
         try:
             values, _ = redact_tree({str(k): plain(v) for k, v in self.metrics.items()}, "metrics")
             doc = self.manifest.to_dict()
@@ -231,6 +232,22 @@ class RunHandle:
                 self._warn(warning)
         self.store.close()
         return self
+
+    def _note_determinism(self) -> None:
+        """Name each determinism switch that changed since ``start()`` (TF32 turned on after
+        it, say), in ``collection.determinism_changed`` and as a warning."""
+        assert self.manifest is not None
+        from expdna.integrations.determinism import changed_switches
+
+        try:
+            changes = changed_switches(self.manifest.to_dict().get("environment") or {})
+            if not changes:
+                return
+            self.manifest.collection.determinism_changed = changes  # type: ignore[attr-defined]
+        except Exception as exc:  # a fact about the run must never cost its manifest
+            self._warn(f"determinism switches not read again: {type(exc).__name__}: {exc}")
+            return
+        self._warn(f"determinism switches changed since start(): {'; '.join(changes)}")
 
     def pin(self, path: str | os.PathLike[str], name: str | None = None) -> str | None:
         """Pin a checkpoint's content digest to this run; returns ``blake3:<hex>`` or ``None``.
