@@ -154,7 +154,8 @@ const PER_RUN_ARGS_V3 = [
   ...PER_RUN_ARGS,
   ...`report_to logging_* log_level log_level_* log_on_each_node log_interval log_every* log_freq
   print_freq disable_tqdm progress_bar* enable_progress_bar verbose verbosity push_to_hub
-  push_to_hub_* hub_* save_*`.split(/\s+/),
+  push_to_hub_* hub_* save_* master_addr master_port main_process_ip main_process_port rdzv_id
+  rdzv_endpoint node_rank machine_rank local_rank local_addr`.split(/\s+/),
 ];
 // Version 3: variables that set debugging, logging or a cache's location.
 const DEBUG_ENV = `*_DEBUG *_DEBUG_* TORCH_DISTRIBUTED_DEBUG TORCH_CPP_LOG_LEVEL TORCH_LOGS TORCH_LOGS_*

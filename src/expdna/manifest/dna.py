@@ -108,6 +108,16 @@ PER_RUN_ARGS_V3: tuple[str, ...] = (
     "push_to_hub_*",
     "hub_*",
     "save_*",
+    "master_addr",
+    "master_port",
+    "main_process_ip",
+    "main_process_port",
+    "rdzv_id",
+    "rdzv_endpoint",
+    "node_rank",
+    "machine_rank",
+    "local_rank",
+    "local_addr",
 )
 # Version 3: environment variables that set debugging, logging or a cache's location.
 DEBUG_ENV: tuple[str, ...] = (
