@@ -297,7 +297,7 @@ const KERNEL = { 1: /^(\p{Nd}+\.\p{Nd}+)/u, 2: /^([0-9]+\.[0-9]+)/, 3: /^([0-9]+
 
 // -- Step 2: project each section ------------------------------------------------------------
 
-function projectCode(section) {
+function projectCode(section, version) {
   const entries = Object.values(section).map((repo) => {
     const patch = orEmpty(get(repo, 'patch'), record([]));
     const identity = record([
@@ -305,6 +305,9 @@ function projectCode(section) {
       ['dirty', get(repo, 'dirty') ?? null],
       ['patch', get(patch, 'digest') ?? null],
     ]);
+    // Version 3: code outside git, by the digest of its [path, digest] listing.
+    const tree = get(repo, 'tree');
+    if (version >= 3 && isObject(tree)) identity.tree = get(tree, 'digest') ?? null;
     const binaries = orEmpty(get(patch, 'binary_files'), []);
     if (binaries.length) {
       identity.binary_files = binaries

@@ -290,14 +290,6 @@ def test_not_a_repository(tmp_path: Path) -> None:
         collect(plain)
 
 
-def test_git_not_installed(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "proj")
-    empty_bin = tmp_path / "bin"
-    empty_bin.mkdir()
-    with pytest.raises(NotAvailable, match="git"):
-        collect(repo, environ={**os.environ, "PATH": str(empty_bin)})
-
-
 def test_several_repos_same_basename(tmp_path: Path) -> None:
     first = make_repo(tmp_path / "a" / "proj")
     second = make_repo(tmp_path / "b" / "proj", {"x.txt": "x\n"})
@@ -737,3 +729,33 @@ def test_a_large_untracked_file_changes_the_dna_when_its_bytes_change(tmp_path: 
     assert compute_dna({"code": collect(repo, environ=env)}).sections["code"] == first
     write(repo / "data.bin", b"\2" * (2 << 20))
     assert compute_dna({"code": collect(repo, environ=env)}).sections["code"] != first
+
+
+def test_outside_git_the_entry_folder_is_recorded_by_digest(tmp_path: Path) -> None:
+    from expdna.collectors.context import Partial
+
+    folder = tmp_path / "scripts"
+    write(folder / "train.py", "lr = 0.1\n")
+    write(folder / "lib" / "layers.py", "W = 1\n")
+    write(folder / "wandb" / "run-1" / "x.py", "# output\n")
+    ctx = CollectContext(cwd=folder, argv=("python", "train.py"), use_cache=False)
+    with pytest.raises(Partial) as raised:
+        collect_git(ctx)
+    assert "not a git repository" in raised.value.reason
+    entry = raised.value.section["scripts"]
+    assert entry["unversioned"] is True
+    assert [name for name, _ in entry["tree"]["files"]] == ["lib/layers.py", "train.py"]
+    before = entry["tree"]["digest"]
+    write(folder / "train.py", "lr = 0.2\n")  # an edit outside git changes the code
+    with pytest.raises(Partial) as again:
+        collect_git(ctx)
+    assert again.value.section["scripts"]["tree"]["digest"] != before
+
+
+def test_without_git_the_code_is_unknown_not_empty(tmp_path: Path) -> None:
+    from expdna.collectors.context import Unknown
+
+    repo = make_repo(tmp_path / "proj")
+    ctx = CollectContext(cwd=repo, environ={"PATH": str(tmp_path / "no-bin")})
+    with pytest.raises(Unknown, match="git is not installed"):
+        collect_git(ctx)

@@ -647,6 +647,15 @@ CASES: dict[str, dict[str, Any]] = {
             "dna_ignore": ["config.resolved_args.dropout"],
         },
     },
+    "v3_code_unversioned": {
+        **BASE_11,
+        "code": {
+            "scripts": {
+                "unversioned": True,
+                "tree": {"digest": PATCH, "files": [["train.py", OTHER]]},
+            },
+        },
+    },
     "v3_per_run_settings": {
         **BASE_11,
         "config": {
@@ -756,6 +765,8 @@ ABOUT: dict[str, str] = {
     "v3_command_masks": "Version 3 command: per-run, config-file, redacted and dna_ignore'd "
     "argument values masked; Hydra overrides by the last part of their key, hydra.* always; "
     "an entry naming another file is not used.",
+    "v3_code_unversioned": "Version 3 code outside git: the tree digest enters as a commit "
+    "does; its file listing does not.",
     "v3_per_run_settings": "Version 3: reporting, logging, hub, progress and save arguments "
     "and debug, log and cache variables leave the DNA.",
     "v3_family_seeds": "Version 3 family: seed values in argv (options and Hydra overrides) "

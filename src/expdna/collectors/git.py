@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from expdna.collectors import process
-from expdna.collectors.context import CollectContext, NotAvailable, Noted, Partial
+from expdna.collectors.context import CollectContext, NotAvailable, Noted, Partial, Unknown
 from expdna.collectors.outputs import LeftOut, add_known, exclude_options, ignore_options
+from expdna.collectors.unversioned import unversioned_tree
 from expdna.collectors.worktree import (
     OWN_OUTPUT,
     FileHasher,
@@ -34,6 +35,7 @@ from expdna.collectors.worktree import (
     users_work,
 )
 from expdna.digest import ref, ref_of
+from expdna.manifest.command_line import parse_command
 
 log = logging.getLogger(__name__)
 
@@ -162,13 +164,14 @@ def _collect(ctx: CollectContext, git: _Git) -> Noted:
         try:
             repo = _locate(git, start)
         except FileNotFoundError as exc:
-            raise NotAvailable(f"git is not installed: {exc}") from exc
+            # The code is there but cannot be described: unknown, never known and empty.
+            raise Unknown({}, f"git is not installed: {exc}") from exc
         if repo is not None:
             repos.setdefault(repo.top, repo)
         elif explicit:
             problems.append(f"{start}: not a git repository")
     if not repos:
-        raise NotAvailable(f"not a git repository: {ctx.cwd}")
+        return _outside_git(ctx, git)
 
     section: dict[str, Any] = {}
     notes: list[str] = []
@@ -185,6 +188,22 @@ def _collect(ctx: CollectContext, git: _Git) -> Noted:
     if problems:
         raise Partial(Noted(section, notes), "; ".join(problems))
     return Noted(section, notes)
+
+
+def _outside_git(ctx: CollectContext, git: _Git) -> Noted:
+    """No repository: the entry script's folder by digest, with a warning."""
+    script = ctx.caller_file
+    if script is None:
+        written = parse_command(ctx.argv).script
+        script = Path(written) if written else None
+    entry = _absolute(ctx, script) if script is not None else None
+    if entry is None or not entry.is_file():
+        raise NotAvailable(f"not a git repository, and no entry script: {ctx.cwd}")
+    top = entry.parent
+    log.warning("expdna: %s is not in a git repository; recording its files by digest", top)
+    assert git.hasher is not None
+    section = {top.name or "code": unversioned_tree(top, git.hasher)}
+    raise Partial(Noted(section, []), f"{top}: not a git repository; files recorded by digest")
 
 
 def _locate(git: _Git, start: Path) -> _Repo | None:

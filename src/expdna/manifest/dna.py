@@ -260,13 +260,17 @@ def _sorted_by_bytes(items: Iterable[Any]) -> list[Any]:
     return sorted(items, key=canonical_bytes) if len(items) > 1 else items
 
 
-def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
+def _repo_identity(repo: Mapping[str, Any], version: int = DNA_VERSION) -> dict[str, Any]:
     patch = repo.get("patch") or {}
     identity = {
         "commit": repo.get("commit"),
         "dirty": repo.get("dirty"),
         "patch": patch.get("digest"),
     }
+    tree = repo.get("tree")
+    if version >= 3 and isinstance(tree, Mapping):
+        # Version 3: code outside git, by the digest of its [path, digest] listing.
+        identity["tree"] = tree.get("digest")
     binaries = patch.get("binary_files")
     if binaries:
         identity["binary_files"] = sorted(
@@ -288,9 +292,9 @@ def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
     return identity
 
 
-def _project_code(section: Mapping[str, Any]) -> Any:
+def _project_code(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
     # Repository names are checkout directory names: identity is the commits, not the names.
-    return _sorted_by_bytes([_repo_identity(repo) for repo in section.values()])
+    return _sorted_by_bytes([_repo_identity(repo, version) for repo in section.values()])
 
 
 # Roots so broad that "under the output root" would swallow every path argument.
@@ -544,8 +548,10 @@ def check_version(version: int) -> None:
 
 
 def _projection(name: str, version: int) -> Projection:
-    if version == DNA_VERSION or name not in ("config", "environment"):
+    if version == DNA_VERSION or name not in ("code", "config", "environment"):
         return PROJECTIONS[name]
+    if name == "code":
+        return lambda section: _project_code(section, version)
     if name == "config":
         return lambda section: _project_config(section, version)
     return lambda section: _project_environment(section, version)
