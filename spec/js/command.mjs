@@ -199,7 +199,7 @@ function launcherWords(words, perRunLauncher) {
 }
 
 /** The program's words with the values hidden(key, value) names masked ("" for a positional). */
-export function maskedArgs(words, hidden) {
+export function maskedArgs(words, hidden, { hydra = true } = {}) {
   const out = [];
   let key = null;
   for (const word of splitAssignments(words)) {
@@ -212,7 +212,7 @@ export function maskedArgs(words, hidden) {
     if (override !== null) {
       const [, name, value] = override;
       const last = name.split('.').at(-1).split('/').at(-1);
-      const perRun = name.split('.')[0] === 'hydra' || hidden(last, value);
+      const perRun = (hydra && name.split('.')[0] === 'hydra') || hidden(last, value);
       out.push(perRun ? word.slice(0, word.length - value.length) + MASK : word);
     } else if (key !== null && hidden(key, word)) out.push(MASK);
     else if (key === null && hidden('', word)) out.push(MASK);

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import canonicalize from 'canonicalize';
-import { maskedArgs, projectCommand } from './command.mjs';
+import { MASK, maskedArgs, projectCommand } from './command.mjs';
 import { parseJson } from './json.mjs';
 
 export const DNA_VERSION = 3;
@@ -509,8 +509,8 @@ export function family(manifest, { version = DNA_VERSION } = {}) {
   doc.training = pick(doc.training, () => true);
   doc.training.seeds = record([]);
   if (version >= 3) {
-    // Version 3: a config file holding seed keys counts by its seedless_digest, and the
-    // values of seed arguments in command.argv are masked.
+    // Version 3: a config file holding seed keys counts by its seedless_digest, and seed
+    // arguments leave command.argv.
     const details = orEmpty(get(doc.config, 'config_file_details'), record([]));
     const seedless = (path) => {
       const found = get(get(details, path), 'seedless_digest');
@@ -522,7 +522,14 @@ export function family(manifest, { version = DNA_VERSION } = {}) {
     const argv = get(doc.command, 'argv');
     if (Array.isArray(argv) && argv.every((w) => typeof w === 'string')) {
       doc.command = pick(doc.command, () => true);
-      doc.command.argv = maskedArgs(argv, (key) => Boolean(key) && isSeedArg(key, version));
+      // Seed options leave with their values, seed overrides whole.
+      const masked = maskedArgs(argv, (key) => Boolean(key) && isSeedArg(key, version), { hydra: false });
+      const kept = [];
+      for (let i = 0; i < masked.length; i += 1) {
+        if (masked[i].startsWith('-') && masked[i + 1] === MASK) i += 1;
+        else if (!masked[i].endsWith(`=${MASK}`)) kept.push(masked[i]);
+      }
+      doc.command.argv = kept;
     }
   }
   return dnaOfRead(doc, version).value;

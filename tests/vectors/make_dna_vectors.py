@@ -769,8 +769,8 @@ ABOUT: dict[str, str] = {
     "does; its file listing does not.",
     "v3_per_run_settings": "Version 3: reporting, logging, hub, progress and save arguments "
     "and debug, log and cache variables leave the DNA.",
-    "v3_family_seeds": "Version 3 family: seed values in argv (options and Hydra overrides) "
-    "masked, a config file counted by its seedless_digest.",
+    "v3_family_seeds": "Version 3 family: seed options with their values and seed overrides "
+    "leave argv, a config file counts by its seedless_digest.",
 }
 
 #: Cases computed in another DNA version than the current one: version 1's, and every case

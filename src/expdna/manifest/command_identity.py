@@ -101,8 +101,9 @@ def _launcher_words(words: Sequence[str]) -> list[str]:
     return out
 
 
-def masked_args(words: Sequence[str], hidden: Hidden) -> list[str]:
-    """The program's words with the values ``hidden(key, value)`` names masked."""
+def masked_args(words: Sequence[str], hidden: Hidden, *, hydra: bool = True) -> list[str]:
+    """The program's words with the values ``hidden(key, value)`` names masked (and, with
+    ``hydra``, every ``hydra.*`` override)."""
     out: list[str] = []
     key: str | None = None  # the option whose value may come next
     for word in _split_assignments(words):
@@ -114,7 +115,7 @@ def masked_args(words: Sequence[str], hidden: Hidden) -> list[str]:
         if override is not None:
             name, value = override.group(1), override.group(2)
             last = name.rsplit(".", 1)[-1].rsplit("/", 1)[-1]
-            per_run = name.split(".", 1)[0] == "hydra" or hidden(last, value)
+            per_run = (hydra and name.split(".", 1)[0] == "hydra") or hidden(last, value)
             prefix = word[: len(word) - len(value)]
             out.append(prefix + MASK if per_run else word)
         elif (key is not None and hidden(key, word)) or (key is None and hidden("", word)):

@@ -3,8 +3,8 @@
 Runs of one setup that differ only in their seeds share a family digest ("N seeds, one
 setup"). The seeds are the resolved arguments named ``seed``, ``random_seed`` or ``*_seed``
 (any case, ``-`` read as ``_``, leading ``_`` ignored) and ``training.seeds``; in version 3
-also the values of seed arguments in ``command.argv`` and seed keys inside parsed config
-files. A family
+also seed arguments in ``command.argv`` (with their values) and seed keys inside parsed
+config files. A family
 digest is computed in a DNA version, like the DNA it belongs to. Ignoring a seed argument in
 ``dna_ignore`` also ignores the training field derived from it
 (:func:`with_derived_seed_ignores`).
@@ -16,7 +16,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from expdna.manifest.command_identity import masked_args
+from expdna.manifest.command_identity import MASK, masked_args
 from expdna.manifest.dna import (
     DNA_VERSION,
     arg_name,
@@ -69,9 +69,9 @@ def with_derived_seed_ignores(globs: Iterable[str]) -> list[str]:
 
 def without_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> dict[str, Any]:
     """The document with every seed left out: resolved seed arguments are dropped and
-    ``training.seeds`` (where present) is emptied. In version 3 also: the values of seed
-    arguments in ``command.argv`` are masked, and a config file holding seed keys counts
-    by its ``seedless_digest`` (the digest of its parsed values without them)."""
+    ``training.seeds`` (where present) is emptied. In version 3 also: seed arguments and
+    seed overrides leave ``command.argv`` with their values, and a config file holding
+    seed keys counts by its ``seedless_digest`` (its parsed values without them)."""
     config = dict(doc.get("config") or {})
     args = config.get("resolved_args") or {}
     config["resolved_args"] = {k: v for k, v in args.items() if not is_seed_arg(str(k), version)}
@@ -87,9 +87,28 @@ def without_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> dict
         command = doc.get("command")
         argv = command.get("argv") if isinstance(command, Mapping) else None
         if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
-            masked = masked_args(argv, lambda key, _: bool(key) and is_seed_arg(key, version))
-            seedless["command"] = {**command, "argv": masked}  # type: ignore[dict-item]
+            seedless["command"] = {**command, "argv": _without_seed_words(argv, version)}  # type: ignore[dict-item]
     return seedless
+
+
+def _without_seed_words(argv: list[str], version: int) -> list[str]:
+    """``argv`` without its seed options and their values (``--seed 1``, ``--data-seed=7``)
+    and without its seed overrides (``seed=42``, ``+model.init_seed=3``), as the resolved
+    seed arguments are dropped, so runs that differ in one more seed are still one family."""
+    masked = masked_args(argv, lambda key, _: bool(key) and is_seed_arg(key, version), hydra=False)
+    kept: list[str] = []
+    i = 0
+    while i < len(masked):
+        word = masked[i]
+        if word.startswith("-") and i + 1 < len(masked) and masked[i + 1] == MASK:
+            i += 2
+            continue
+        if word.endswith("=" + MASK):
+            i += 1
+            continue
+        kept.append(word)
+        i += 1
+    return kept
 
 
 def _seedless_digest(config: Mapping[str, Any], path: str) -> str | None:
