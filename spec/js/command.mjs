@@ -198,27 +198,31 @@ function launcherWords(words, perRunLauncher) {
   return out;
 }
 
-/** The program's words with the values hidden(key, value) names masked ("" for a positional). */
+/** The program's words without the options hidden(key, value) names (with their values),
+ * hidden("", word) positional words masked, and with hydra every hydra.* override left out. */
 export function maskedArgs(words, hidden, { hydra = true } = {}) {
   const out = [];
-  let key = null;
+  let pending = null;
+  const key = (option) => option.replace(/^-+/, '');
   for (const word of splitAssignments(words)) {
     if (word.startsWith('-') && OPTION.test(word)) {
-      out.push(word);
-      key = word.replace(/^-+/, '');
+      if (pending !== null && !hidden(key(pending), '')) out.push(pending);
+      pending = word;
       continue;
     }
-    const override = key === null ? OVERRIDE.exec(word) : null;
+    if (pending !== null) {
+      if (!hidden(key(pending), word)) out.push(pending, word);
+      pending = null;
+      continue;
+    }
+    const override = OVERRIDE.exec(word);
     if (override !== null) {
       const [, name, value] = override;
       const last = name.split('.').at(-1).split('/').at(-1);
-      const perRun = (hydra && name.split('.')[0] === 'hydra') || hidden(last, value);
-      out.push(perRun ? word.slice(0, word.length - value.length) + MASK : word);
-    } else if (key !== null && hidden(key, word)) out.push(MASK);
-    else if (key === null && hidden('', word)) out.push(MASK);
-    else out.push(word);
-    key = null;
+      if (!((hydra && name.split('.')[0] === 'hydra') || hidden(last, value))) out.push(word);
+    } else out.push(hidden('', word) ? MASK : word);
   }
+  if (pending !== null && !hidden(key(pending), '')) out.push(pending);
   return out;
 }
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import canonicalize from 'canonicalize';
-import { MASK, maskedArgs, projectCommand } from './command.mjs';
+import { maskedArgs, projectCommand } from './command.mjs';
 import { parseJson } from './json.mjs';
 
 export const DNA_VERSION = 3;
@@ -523,13 +523,7 @@ export function family(manifest, { version = DNA_VERSION } = {}) {
     if (Array.isArray(argv) && argv.every((w) => typeof w === 'string')) {
       doc.command = pick(doc.command, () => true);
       // Seed options leave with their values, seed overrides whole.
-      const masked = maskedArgs(argv, (key) => Boolean(key) && isSeedArg(key, version), { hydra: false });
-      const kept = [];
-      for (let i = 0; i < masked.length; i += 1) {
-        if (masked[i].startsWith('-') && masked[i + 1] === MASK) i += 1;
-        else if (!masked[i].endsWith(`=${MASK}`)) kept.push(masked[i]);
-      }
-      doc.command.argv = kept;
+      doc.command.argv = maskedArgs(argv, (key) => Boolean(key) && isSeedArg(key, version), { hydra: false });
     }
   }
   return dnaOfRead(doc, version).value;

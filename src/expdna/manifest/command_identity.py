@@ -12,10 +12,11 @@ projected to:
 - ``module``, or ``script``: the entry script relative to its repository
   (``command.entry``, which the collector writes, when it names the same file as argv's
   entry word), else as written without a leading ``./``;
-- ``args``: the program's words, ``--key=value`` as two words, with the value of every
-  argument whose name the config rules leave out (per-run names such as ``--output_dir``,
-  config-file arguments, redacted values) replaced by ``"<masked>"``; Hydra overrides
-  (``key=value``) are masked by the last part of their key, and ``hydra.*`` always.
+- ``args``: the program's words, ``--key=value`` as two words, without the options the
+  config rules leave out of ``resolved_args`` (per-run names such as ``--output_dir``,
+  config-file arguments, ``dna_ignore``'d ones, redacted values), each with its value;
+  Hydra overrides (``key=value``) by the last part of their key, ``hydra.*`` always; a
+  redacted positional word becomes ``"<masked>"``.
 
 A word that is not a string makes the projection ``{"argv": argv}`` as written.
 """
@@ -102,27 +103,32 @@ def _launcher_words(words: Sequence[str]) -> list[str]:
 
 
 def masked_args(words: Sequence[str], hidden: Hidden, *, hydra: bool = True) -> list[str]:
-    """The program's words with the values ``hidden(key, value)`` names masked (and, with
-    ``hydra``, every ``hydra.*`` override)."""
+    """The program's words without the options ``hidden(key, value)`` names (left out with
+    their values, as their keys leave ``resolved_args``), ``hidden("", word)`` positional
+    words masked, and, with ``hydra``, every ``hydra.*`` override left out."""
     out: list[str] = []
-    key: str | None = None  # the option whose value may come next
+    pending: str | None = None  # an option whose value may come next
     for word in _split_assignments(words):
         if word.startswith("-") and _OPTION.match(word):
-            out.append(word)
-            key = word.lstrip("-")
+            if pending is not None and not hidden(pending.lstrip("-"), ""):
+                out.append(pending)  # a flag of its own
+            pending = word
             continue
-        override = _OVERRIDE.match(word) if key is None else None
+        if pending is not None:
+            if not hidden(pending.lstrip("-"), word):
+                out += [pending, word]
+            pending = None
+            continue
+        override = _OVERRIDE.match(word)
         if override is not None:
             name, value = override.group(1), override.group(2)
             last = name.rsplit(".", 1)[-1].rsplit("/", 1)[-1]
-            per_run = (hydra and name.split(".", 1)[0] == "hydra") or hidden(last, value)
-            prefix = word[: len(word) - len(value)]
-            out.append(prefix + MASK if per_run else word)
-        elif (key is not None and hidden(key, word)) or (key is None and hidden("", word)):
-            out.append(MASK)
+            if not ((hydra and name.split(".", 1)[0] == "hydra") or hidden(last, value)):
+                out.append(word)
         else:
-            out.append(word)
-        key = None
+            out.append(MASK if hidden("", word) else word)
+    if pending is not None and not hidden(pending.lstrip("-"), ""):
+        out.append(pending)
     return out
 
 

@@ -16,7 +16,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from expdna.manifest.command_identity import MASK, masked_args
+from expdna.manifest.command_identity import masked_args
 from expdna.manifest.dna import (
     DNA_VERSION,
     arg_name,
@@ -95,20 +95,7 @@ def _without_seed_words(argv: list[str], version: int) -> list[str]:
     """``argv`` without its seed options and their values (``--seed 1``, ``--data-seed=7``)
     and without its seed overrides (``seed=42``, ``+model.init_seed=3``), as the resolved
     seed arguments are dropped, so runs that differ in one more seed are still one family."""
-    masked = masked_args(argv, lambda key, _: bool(key) and is_seed_arg(key, version), hydra=False)
-    kept: list[str] = []
-    i = 0
-    while i < len(masked):
-        word = masked[i]
-        if word.startswith("-") and i + 1 < len(masked) and masked[i + 1] == MASK:
-            i += 2
-            continue
-        if word.endswith("=" + MASK):
-            i += 1
-            continue
-        kept.append(word)
-        i += 1
-    return kept
+    return masked_args(argv, lambda key, _: bool(key) and is_seed_arg(key, version), hydra=False)
 
 
 def _seedless_digest(config: Mapping[str, Any], path: str) -> str | None:
