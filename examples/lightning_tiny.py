@@ -43,6 +43,7 @@ def main() -> None:
     class Regression(pl.LightningModule):  # type: ignore[name-defined,misc]
         def __init__(self, lr: float) -> None:
             super().__init__()
+            self.save_hyperparameters()  # recorded as training.model.hparams
             self.lr = lr
             self.net = nn.Linear(4, 1)
 

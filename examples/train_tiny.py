@@ -2,7 +2,9 @@
 
 It generates a small regression dataset, writes it as Parquet, trains an MLP on it and
 saves a checkpoint named by the run's DNA. Run it twice with the same arguments: two runs,
-one DNA. Change ``--lr``: another DNA, differing only in its ``config`` section.
+one DNA. Change ``--lr``: another DNA, differing only in its ``config`` section. Inside a
+checkout, list ``runs/`` in ``.expdnaignore`` (or ``.gitignore``): run a's folder is
+otherwise new files in the checkout when run b is recorded.
 
     python examples/train_tiny.py --output-dir runs/a
     python examples/train_tiny.py --output-dir runs/b            # same DNA as runs/a

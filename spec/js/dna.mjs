@@ -15,10 +15,11 @@ import { fileURLToPath } from 'node:url';
 import { blake3 } from '@noble/hashes/blake3.js';
 import { bytesToHex } from '@noble/hashes/utils.js';
 import canonicalize from 'canonicalize';
+import { maskedArgs, projectCommand } from './command.mjs';
 import { parseJson } from './json.mjs';
 
-export const DNA_VERSION = 2;
-export const DNA_VERSIONS = [1, 2];
+export const DNA_VERSION = 3;
+export const DNA_VERSIONS = [1, 2, 3];
 export const SECTIONS = ['code', 'config', 'training', 'environment', 'hardware', 'runtime', 'data'];
 
 // -- Reading JSON with exact numbers (step 1): json.mjs ----------------------------------------
@@ -148,6 +149,24 @@ const PER_RUN_ARGS = `output_dir out_dir outdir output_path output save_dir save
   *_output_dir *_log_dir *_logging_dir *_save_dir *_checkpoint_dir *_run_name
   wandb_* mlflow_* comet_* neptune_* swanlab_* clearml_*
   store store_dir index_url expdna_*`.split(/\s+/);
+// Version 3 adds the trackers' reporting, logging, hub, progress and save arguments.
+const PER_RUN_ARGS_V3 = [
+  ...PER_RUN_ARGS,
+  ...`report_to logging_* log_level log_level_* log_on_each_node log_interval log_every* log_freq
+  print_freq disable_tqdm progress_bar* enable_progress_bar verbose verbosity push_to_hub
+  push_to_hub_* hub_* save_* master_addr master_port main_process_ip main_process_port rdzv_id
+  rdzv_endpoint node_rank machine_rank local_rank local_addr`.split(/\s+/),
+];
+// Version 3: variables that set debugging, logging or a cache's location.
+const DEBUG_ENV = `*_DEBUG *_DEBUG_* TORCH_DISTRIBUTED_DEBUG TORCH_CPP_LOG_LEVEL TORCH_LOGS TORCH_LOGS_*
+  TORCH_SHOW_CPP_STACKTRACES TORCHDYNAMO_VERBOSE CUDA_LAUNCH_BLOCKING *_LOG_LEVEL *_VERBOSITY *_LOGS
+  RAY_LOG_* RAY_DEDUP_LOGS HF_HOME HF_*_CACHE TRANSFORMERS_CACHE *_CACHE_DIR *_CACHE_PATH
+  HF_HUB_DISABLE_PROGRESS_BARS HF_HUB_DISABLE_TELEMETRY HF_HUB_ENABLE_HF_TRANSFER`.split(/\s+/);
+// Version 3: launcher options (dashed, without leading dashes) that name one allocation.
+const PER_RUN_LAUNCHER_OPTIONS = `rdzv-id rdzv-endpoint rdzv-conf master-addr master-port main-process-ip
+  main-process-port node-rank machine-rank local-addr log-dir logs-specs redirects tee
+  local-ranks-filter monitor-interval hostfile include exclude save-pid ssh-port comment
+  r t H i e`.split(/\s+/);
 const PER_ALLOCATION_ENV = `CUDA_VISIBLE_DEVICES RAY_ADDRESS SLURM_JOB_ID SLURM_JOBID SLURM_ARRAY_* SLURM_*NODELIST
   SLURM_NODEID SLURM_PROCID SLURM_LOCALID SLURM_STEP_* SLURM_STEPID SLURM_TASK_PID
   SLURM_SUBMIT_* SLURMD_NODENAME SLURM_TOPOLOGY_* SLURM_LAUNCH_NODE_IPADDR SLURM_SRUN_COMM_*
@@ -234,6 +253,8 @@ function readManifest(input) {
   const doc = deepCopy(input);
   moveLegacyNames(doc);
   for (const name of SECTIONS) doc[name] = orEmpty(get(doc, name), record([]));
+  doc.command = orEmpty(get(doc, 'command'), record([]));
+  if (isObject(doc.command)) doc.command.argv = orEmpty(get(doc.command, 'argv'), []);
   const { training, environment, hardware, runtime, data } = doc;
   training.parallel_topology = mapValues(orEmpty(training.parallel_topology, record([])), (v, k) =>
     asInteger(v, `training.parallel_topology.${k}`),
@@ -264,7 +285,7 @@ function readManifest(input) {
 const lower = (s, version) => (version === 1 ? s.toLowerCase() : s.replace(/[A-Z]/g, (c) => c.toLowerCase()));
 export const argName = (key, version = DNA_VERSION) => lower(key, version).replaceAll('-', '_');
 
-const isPerRunName = (key, version) => globs(PER_RUN_ARGS).test(argName(key, version));
+const isPerRunName = (key, version) => globs(version >= 3 ? PER_RUN_ARGS_V3 : PER_RUN_ARGS).test(argName(key, version));
 
 function isPathName(key, version) {
   const name = argName(key, version);
@@ -272,11 +293,11 @@ function isPathName(key, version) {
   return PATH_WORDS.includes(name) || PATH_WORDS.some((w) => name.endsWith(`_${w}`));
 }
 
-const KERNEL = { 1: /^(\p{Nd}+\.\p{Nd}+)/u, 2: /^([0-9]+\.[0-9]+)/ };
+const KERNEL = { 1: /^(\p{Nd}+\.\p{Nd}+)/u, 2: /^([0-9]+\.[0-9]+)/, 3: /^([0-9]+\.[0-9]+)/ };
 
 // -- Step 2: project each section ------------------------------------------------------------
 
-function projectCode(section) {
+function projectCode(section, version) {
   const entries = Object.values(section).map((repo) => {
     const patch = orEmpty(get(repo, 'patch'), record([]));
     const identity = record([
@@ -284,6 +305,9 @@ function projectCode(section) {
       ['dirty', get(repo, 'dirty') ?? null],
       ['patch', get(patch, 'digest') ?? null],
     ]);
+    // Version 3: code outside git, by the digest of its [path, digest] listing.
+    const tree = get(repo, 'tree');
+    if (version >= 3 && isObject(tree)) identity.tree = get(tree, 'digest') ?? null;
     const binaries = orEmpty(get(patch, 'binary_files'), []);
     if (binaries.length) {
       identity.binary_files = binaries
@@ -320,7 +344,7 @@ function textOf(v) {
 const isMasked = (v) => typeof v === 'string' && v.endsWith('***');
 const asRoot = (text) => `${text.replace(/\/+$/, '')}/`;
 
-function projectConfig(section, version) {
+function projectConfig(section, version, doc) {
   const args = orEmpty(get(section, 'resolved_args'), record([]));
   const roots = [];
   for (const [key, value] of Object.entries(args)) {
@@ -338,11 +362,25 @@ function projectConfig(section, version) {
     return text !== null && isPathName(key, version) && roots.some((root) => asRoot(text).startsWith(root));
   };
   const env = orEmpty(get(section, 'selected_env'), record([]));
-  return record([
+  const debug = (k) => version >= 3 && globs(DEBUG_ENV).test(k);
+  const projected = record([
     ['resolved_args', pick(args, (k, v) => !perRun(k, v))],
-    ['selected_env', pick(env, (k, v) => !globs(PER_ALLOCATION_ENV).test(k) && !isMasked(v))],
+    ['selected_env', pick(env, (k, v) => !globs(PER_ALLOCATION_ENV).test(k) && !isMasked(v) && !debug(k))],
     ['config_files', Object.values(orEmpty(get(section, 'config_files'), record([]))).sort(compareUtf8)],
   ]);
+  if (version >= 3) {
+    // Version 3: the command, its argument values masked by the rules above and dna_ignore.
+    const ignore = orEmpty(get(section, 'dna_ignore'), []).filter((g) => typeof g === 'string');
+    const hidden = (key, value) => {
+      if (!key) return isMasked(value);
+      const name = key.replaceAll('-', '_');
+      if (ignore.length && globs(ignore).test(`config.resolved_args.${name}`)) return true;
+      return perRun(name, value);
+    };
+    const command = orEmpty(get(doc, 'command'), record([]));
+    projected.command = projectCommand(isObject(command) ? command : record([]), hidden, globs(PER_RUN_LAUNCHER_OPTIONS), get);
+  }
+  return projected;
 }
 
 function projectEnvironment(section, version) {
@@ -428,7 +466,7 @@ function projectRead(doc, version) {
   const unknown = orEmpty(get(doc, 'unknown'), record([]));
   const result = record([]);
   for (const name of SECTIONS) {
-    let projected = PROJECT[name](doc[name], version);
+    let projected = PROJECT[name](doc[name], version, doc);
     if (patterns.length) projected = ignore(projected, name, globs(patterns));
     projected = dropNulls(projected);
     if (Object.hasOwn(unknown, name)) projected = record([['unknown', true], ['partial', projected]]);
@@ -470,6 +508,24 @@ export function family(manifest, { version = DNA_VERSION } = {}) {
   doc.config.resolved_args = pick(orEmpty(get(doc.config, 'resolved_args'), record([])), (k) => !isSeedArg(k, version));
   doc.training = pick(doc.training, () => true);
   doc.training.seeds = record([]);
+  if (version >= 3) {
+    // Version 3: a config file holding seed keys counts by its seedless_digest, and seed
+    // arguments leave command.argv.
+    const details = orEmpty(get(doc.config, 'config_file_details'), record([]));
+    const seedless = (path) => {
+      const found = get(get(details, path), 'seedless_digest');
+      return typeof found === 'string' ? found : null;
+    };
+    doc.config.config_files = record(
+      Object.entries(orEmpty(get(doc.config, 'config_files'), record([]))).map(([path, d]) => [path, seedless(path) || d]),
+    );
+    const argv = get(doc.command, 'argv');
+    if (Array.isArray(argv) && argv.every((w) => typeof w === 'string')) {
+      doc.command = pick(doc.command, () => true);
+      // Seed options leave with their values, seed overrides whole.
+      doc.command.argv = maskedArgs(argv, (key) => Boolean(key) && isSeedArg(key, version), { hydra: false });
+    }
+  }
   return dnaOfRead(doc, version).value;
 }
 
@@ -491,7 +547,7 @@ function main(argv) {
   const showSections = flag('--sections');
   const showFamily = flag('--family');
   if (args.length !== 1 || args[0].startsWith('--') || !DNA_VERSIONS.includes(version)) {
-    process.stderr.write('usage: node dna.mjs MANIFEST.json [--sections] [--family] [--dna-version 1|2]\n');
+    process.stderr.write('usage: node dna.mjs MANIFEST.json [--sections] [--family] [--dna-version 1|2|3]\n');
     return 2;
   }
   let manifest;

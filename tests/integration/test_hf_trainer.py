@@ -114,3 +114,46 @@ def test_arguments_that_fail_never_reach_the_training(
         "expdna: Trainer run not recorded: AttributeError: "
         "'object' object has no attribute 'to_dict'"
     ]
+
+
+def _callback_manifest(tmp_path: Path, layers: int, given: Any) -> Any:
+    import dataclasses
+
+    from transformers import BertConfig, BertForSequenceClassification, TrainingArguments
+
+    from expdna.integrations.transformers import ExpdnaCallback
+
+    @dataclasses.dataclass
+    class ModelArguments:
+        model_name_or_path: str = f"tiny-{layers}-layer"
+
+    model = BertForSequenceClassification(
+        BertConfig(
+            vocab_size=32,
+            hidden_size=8,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            intermediate_size=8,
+        )
+    )
+    args = TrainingArguments(output_dir=str(tmp_path / f"out{layers}"), report_to="none")
+    callback = ExpdnaCallback(args=(ModelArguments(),) if given else None, collectors=["config"])
+    callback.on_train_begin(args, object(), object(), model=model)
+    assert callback.run is not None and callback.run.manifest is not None
+    return callback.run.manifest
+
+
+def test_the_callback_takes_args_and_records_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EXPDNA_STORE", raising=False)
+    one = _callback_manifest(tmp_path, 1, given=True)
+    two = _callback_manifest(tmp_path, 2, given=True)
+    assert one.config.resolved_args["model_name_or_path"] == "tiny-1-layer"
+    assert "learning_rate" in one.config.resolved_args  # TrainingArguments merged over them
+    model = one.training.model
+    assert model["class"].endswith("BertForSequenceClassification")
+    assert model["config"]["num_hidden_layers"] == 1 and model["parameters"] > 0
+    assert two.training.model["config"]["num_hidden_layers"] == 2
+    assert one.dna.value != two.dna.value
+    assert "report_to" in one.config.resolved_args  # recorded, but out of the DNA (v3)

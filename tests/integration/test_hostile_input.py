@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from expdna.manifest.io import write_manifest
+from expdna.manifest.dna import compute_dna
+from expdna.manifest.io import manifest_from_dict, write_manifest
 from tests.factories import EXPDNA, synthetic
 
 TIMEOUT_S = 60
@@ -168,7 +169,8 @@ def test_a_lone_surrogate_is_one_line(
 
 def test_a_surrogate_pair_is_still_a_character(tmp_path: Path) -> None:
     doc = synthetic(702).to_dict()
-    doc["command"]["argv"].append("\U0001f600")  # argv is outside the DNA: it still matches
+    doc["command"]["argv"].append("\U0001f600")
+    doc["dna"] = compute_dna(manifest_from_dict(doc)).model_dump()  # argv is identity (DNA v3)
     path = tmp_path / "pair.json"
     path.write_text(json.dumps(doc, ensure_ascii=True))  # "\ud83d\ude00"
     assert "\\ud83d\\ude00" in path.read_text()

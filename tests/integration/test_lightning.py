@@ -89,6 +89,9 @@ def test_the_callback_records_the_fit(runs: dict[str, dict[str, Any]], package: 
         "num_nodes": 1,
     }
     assert training["gradient_accumulation_steps"] == 1 and training["seeds"] == {"seed": 0}
+    model = training["model"]
+    assert model["class"].endswith("Regression") and model["parameters"] == 5
+    assert set(model["hparams"]) == {"lr"}
     assert set(manifest.metrics) == {"train_loss", "val_loss"}
     assert manifest.status is not None and manifest.status.state == "completed"
     assert all(isinstance(v, float) for v in manifest.metrics.values())

@@ -145,8 +145,10 @@ def test_run_twice_inside_the_checkout_as_documented_gives_one_dna(tmp_path: Pat
     repo = tmp_path / "checkout"
     repo.mkdir()
     shutil.copy(EXAMPLE, repo / "train_tiny.py")
+    # Another run's folder is code unless named (DNA v3: a manifest in it proves nothing).
+    (repo / ".expdnaignore").write_text("runs/\n")
     git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "train_tiny.py")
+    git(repo, "add", "train_tiny.py", ".expdnaignore")
     git(repo, "commit", "-q", "-m", "tiny")
     env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
     env["PYTHONWARNINGS"] = "ignore"

@@ -50,7 +50,7 @@ def test_flag_before_flag_and_at_end() -> None:
 def test_numbers_typed_but_not_words() -> None:
     assert typed("42") == 42 and isinstance(typed("42"), int)
     assert typed("1e3") == 1000.0 and isinstance(typed("1e3"), float)
-    for word in ("nan", "inf", "Infinity", "1_000", "0x10", "v1.2", "2.11.0+cu129", "true"):
+    for word in ("nan", "inf", "Infinity", "1_000", "0x10", "v1.2", "2.11.0+cu129", "TRUE", "no"):
         assert typed(word) == word
 
 
@@ -109,3 +109,23 @@ def test_numbers_after_a_value_form_a_list() -> None:
         "gpus": [0, 1, 2],
         "name": "a",
     }
+
+
+def test_booleans_are_typed_as_the_hook_records_them() -> None:
+    """nanoGPT's ``--compile=False`` is ``compile = False`` in the script: the CLI agrees."""
+    assert parse_args(["python", "train.py", "--compile=False", "--bias", "true"]) == {
+        "compile": False,
+        "bias": True,
+    }
+
+
+def test_hydra_overrides_are_arguments() -> None:
+    argv = ["python", "src/train.py", "model.optimizer.lr=0.001", "+trainer=gpu", "++seed=3"]
+    assert parse_args([*argv, "~callbacks.early_stopping", "experiment=example"]) == {
+        "model.optimizer.lr": 0.001,
+        "trainer": "gpu",
+        "seed": 3,
+        "callbacks.early_stopping": "<deleted>",
+        "experiment": "example",
+    }
+    assert parse_args(["python", "train.py", "config/train_gpt2.py"]) == {}

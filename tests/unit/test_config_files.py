@@ -341,3 +341,27 @@ def test_config_texts_leave_the_file_form_first_and_move_to_blobs(tmp_path: Path
     assert len(form.patches) == 2
     restored = to_file_form(form.doc, lambda digest: form.patches[digest])
     assert restored == manifest.to_dict()
+
+
+def test_seed_keys_in_a_config_file_leave_the_family_digest(tmp_path: Path) -> None:
+    """``--config exp.yaml`` runs that differ only in the file's seed are one family."""
+    import expdna
+    from expdna.manifest.family import family_of
+
+    runs = []
+    for seed in (1, 2):
+        folder = tmp_path / f"s{seed}"
+        folder.mkdir()
+        (folder / "exp.yaml").write_text(f"lr: 0.1\ntrainer:\n  seed: {seed}\n")
+        runs.append(
+            expdna.collect(
+                ["python", "train.py", "--config", "exp.yaml"],
+                cwd=folder,
+                collectors=["command", "config", "config_files"],
+            )
+        )
+    details = next(iter(runs[0].config.config_file_details.values()))
+    assert details.model_dump()["seedless_digest"].startswith("blake3:")
+    assert runs[0].dna is not None and runs[1].dna is not None
+    assert runs[0].dna.value != runs[1].dna.value
+    assert family_of(runs[0]) == family_of(runs[1])

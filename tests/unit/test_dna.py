@@ -29,8 +29,10 @@ def doc(**overrides: Any) -> dict[str, Any]:
     return base
 
 
-def dna(d: dict[str, Any]) -> Any:
-    return compute_dna(manifest_from_dict(d))
+def dna(d: dict[str, Any], version: int | None = None) -> Any:
+    if version is None:
+        return compute_dna(manifest_from_dict(d))
+    return compute_dna(manifest_from_dict(d), version=version)
 
 
 def changed_sections(a: dict[str, Any], b: dict[str, Any]) -> set[str]:
@@ -48,10 +50,16 @@ def test_document_identity_does_not_enter() -> None:
     other = doc(
         run_id="20990101_000000_nogit_zzzz",
         generated_at="2099-01-01T00:00:00Z",
-        command={"argv": ["other"], "cwd": "/elsewhere"},
+        command={**doc()["command"], "cwd": "/elsewhere"},
         metrics={"loss": 1.0},
     )
     assert dna(doc()).value == dna(other).value
+
+
+def test_an_edited_argv_is_another_dna_in_version_3() -> None:
+    edited = doc(command={**doc()["command"], "argv": ["python", "train.py", "--lr", "9"]})
+    assert changed_sections(doc(), edited) == {"config"}
+    assert dna(doc(), version=2).value == dna(edited, version=2).value  # as version 2 was
 
 
 def test_one_resolved_arg_changes_only_config() -> None:

@@ -34,10 +34,10 @@ def _v1_document() -> dict[str, Any]:
     return {**vector["manifest"], "dna": dna}
 
 
-def test_the_current_version_is_2_and_differs_from_1() -> None:
+def test_the_current_version_is_3_and_differs_from_1() -> None:
     manifest = manifest_from_dict(_v1_document())
-    assert DNA_VERSION == 2
-    assert compute_dna(manifest).version == 2
+    assert DNA_VERSION == 3
+    assert compute_dna(manifest).version == 3
     assert compute_dna(manifest).value != manifest.dna.value  # type: ignore[union-attr]
     assert verify_dna(manifest).value == manifest.dna.value  # type: ignore[union-attr]
 

@@ -161,7 +161,10 @@ def test_section_digest_count_and_key_packages() -> None:
     assert packages["torch"] == importlib.metadata.version("torch")
     assert packages["ray"] == importlib.metadata.version("ray")
     assert packages["nvidia-ml-py"] == importlib.metadata.version("nvidia-ml-py")
-    assert "pytest" not in packages and "pydantic" not in packages
+    # Every package by name (DNA version 3): the listing behind the digest, as a mapping.
+    assert packages == dict(sorted(dists.items()))
+    assert packages["pytest"] == importlib.metadata.version("pytest")
+    assert section["hash_randomization"] is bool(sys.flags.hash_randomization)
     assert section["python_version"] == platform.python_version()
     assert section["kernel"] == platform.release()
 

@@ -290,14 +290,6 @@ def test_not_a_repository(tmp_path: Path) -> None:
         collect(plain)
 
 
-def test_git_not_installed(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "proj")
-    empty_bin = tmp_path / "bin"
-    empty_bin.mkdir()
-    with pytest.raises(NotAvailable, match="git"):
-        collect(repo, environ={**os.environ, "PATH": str(empty_bin)})
-
-
 def test_several_repos_same_basename(tmp_path: Path) -> None:
     first = make_repo(tmp_path / "a" / "proj")
     second = make_repo(tmp_path / "b" / "proj", {"x.txt": "x\n"})
@@ -594,18 +586,100 @@ def test_untracked_files_under_this_runs_output_roots_are_not_changes(tmp_path: 
     assert section["proj"]["patch"] is None
 
 
-def test_another_runs_output_directory_is_not_a_change(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "proj")
-    write(repo / "runs" / "a" / "manifest_20260805_143025_1c8e2fb_k3f9.json", "{}")
-    write(repo / "runs" / "a" / "data" / "tiny.parquet", b"PAR1")
+MANIFEST_TEXT = '{\n  "schema_version": "1.1",\n  "run_id": "20260805_143025_1c8e2fb_k3f9"\n}\n'
+
+
+def test_a_manifest_in_the_checkout_root_hides_no_code(tmp_path: Path) -> None:
+    """The README's default ``expdna generate`` writes its manifest here: new code still counts."""
+    repo = make_repo(tmp_path / "proj", {"mylib/layers.py": "W = 1\n"})
+    write(repo / "manifest_20260805_143025_1c8e2fb_k3f9.json", MANIFEST_TEXT)
     assert collect(repo)["proj"]["dirty"] is False
-    # Beside it, a file of the user's own is still a change, and only it is in the patch.
-    write(repo / "runs" / "notes.py", "LR = 3\n")
+    write(repo / "newmod.py", "x = 1\n")
     state = collect(repo)["proj"]
     assert state["dirty"] is True
-    patch = state["patch"]
-    assert isinstance(patch, dict)
-    assert "runs/notes.py" in patch["text"] and "tiny.parquet" not in patch["text"]
+    assert "newmod.py" in state["patch"]["text"]  # type: ignore[index]
+    write(repo / "mylib/layers.py", "W = 2\n")
+    assert "mylib/layers.py" in collect(repo)["proj"]["patch"]["text"]  # type: ignore[index]
+
+
+def test_manifests_are_recognised_by_content_wherever_they_are(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "mine.json", MANIFEST_TEXT)  # expdna generate -o mine.json
+    write(repo / "results" / "deep" / "run7.json", MANIFEST_TEXT)
+    section = collect_git(CollectContext(cwd=repo))
+    assert section["proj"]["dirty"] is False
+    assert section.notes == ["left out as outputs: expdna manifests (2 files)"]
+    write(repo / "params.json", '{"lr": 0.1}\n')  # a JSON file of the user's is code
+    assert collect(repo)["proj"]["dirty"] is True
+
+
+def test_a_folder_holding_a_manifest_is_not_outputs(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "runs" / "a" / "manifest_20260805_143025_1c8e2fb_k3f9.json", MANIFEST_TEXT)
+    write(repo / "runs" / "a" / "notes.py", "LR = 3\n")
+    state = collect(repo)["proj"]
+    assert state["dirty"] is True
+    assert "runs/a/notes.py" in state["patch"]["text"]  # type: ignore[index]
+    assert "manifest_" not in state["patch"]["text"]  # type: ignore[index]
+
+
+def test_tool_outputs_are_not_code_and_each_group_is_named_once(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj", {"src/train.py": "x = 1\n"})
+    for i in range(3):
+        write(repo / "wandb" / f"run-2026_{i}" / "files" / "config.yaml", f"i: {i}\n")
+    write(repo / "wandb" / "debug.log", "log\n")
+    write(repo / "mlruns" / "0" / "meta.yaml", "name: Default\n")
+    write(repo / "mlflow.db", b"SQLite format 3\0")
+    write(repo / "lightning_logs" / "version_0" / "hparams.yaml", "lr: 0.1\n")
+    write(repo / "logs" / "tb" / "events.out.tfevents.1.host", b"\0\1")
+    write(repo / "outputs" / "2026-08-05" / "14-30-25" / ".hydra" / "config.yaml", "a: 1\n")
+    write(repo / "outputs" / "2026-08-05" / "14-30-25" / "train.log", "step\n")
+    write(repo / "src" / "__pycache__" / "train.cpython-311.pyc", b"\0")
+    section = collect_git(CollectContext(cwd=repo))
+    assert section["proj"]["dirty"] is False
+    assert section.notes == [
+        "left out as outputs: events.out.tfevents.* (1 file)",
+        "left out as outputs: lightning_logs/ (1 entry)",
+        "left out as outputs: mlflow.db (1 file)",
+        "left out as outputs: mlruns/ (1 entry)",
+        "left out as outputs: outputs/ (2 files)",
+        "left out as outputs: src/__pycache__/ (1 entry)",
+        "left out as outputs: wandb/ (4 entries)",
+    ]
+
+
+def test_an_outputs_folder_without_hydra_is_code(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "outputs" / "heads.py", "x = 1\n")
+    assert collect(repo)["proj"]["dirty"] is True
+
+
+def test_wandb_dir_and_mlflow_tracking_uri_name_output_places(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "trackers" / "wandb" / "run-1" / "x.txt", "1\n")
+    write(repo / "store" / "ml" / "0" / "meta.yaml", "a: 1\n")
+    write(repo / "db" / "runs.db", b"SQLite format 3\0")
+    environ = {"WANDB_DIR": "trackers", "MLFLOW_TRACKING_URI": f"file:{repo / 'store' / 'ml'}"}
+    assert collect(repo, environ=environ)["proj"]["dirty"] is True  # db/runs.db is unnamed
+    environ["MLFLOW_TRACKING_URI"] = "sqlite:///db/runs.db"
+    write(repo / "store" / "ml" / "0" / "meta.yaml", "a: 1\n")
+    (repo / "store" / "ml" / "0" / "meta.yaml").unlink()
+    assert collect(repo, environ=environ)["proj"]["dirty"] is False
+
+
+def test_expdnaignore_leaves_out_what_the_user_names(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj")
+    write(repo / "runs" / "a" / "data" / "tiny.parquet", b"PAR1")
+    write(repo / "scratch.txt", "x\n")
+    assert collect(repo)["proj"]["dirty"] is True
+    write(repo / ".expdnaignore", "runs/\n*.txt\n")
+    git("add", ".expdnaignore", cwd=repo)
+    git("commit", "-q", "-m", "ignore", cwd=repo)
+    assert collect(repo)["proj"]["dirty"] is False
+    write(repo / "runs" / "keep.py", "x = 1\n")  # "runs/" covers it: gitignore syntax
+    assert collect(repo)["proj"]["dirty"] is False
+    write(repo / "model.py", "x = 1\n")
+    assert collect(repo)["proj"]["dirty"] is True
 
 
 def test_an_output_root_that_is_the_checkout_itself_excludes_nothing(tmp_path: Path) -> None:
@@ -655,3 +729,33 @@ def test_a_large_untracked_file_changes_the_dna_when_its_bytes_change(tmp_path: 
     assert compute_dna({"code": collect(repo, environ=env)}).sections["code"] == first
     write(repo / "data.bin", b"\2" * (2 << 20))
     assert compute_dna({"code": collect(repo, environ=env)}).sections["code"] != first
+
+
+def test_outside_git_the_entry_folder_is_recorded_by_digest(tmp_path: Path) -> None:
+    from expdna.collectors.context import Partial
+
+    folder = tmp_path / "scripts"
+    write(folder / "train.py", "lr = 0.1\n")
+    write(folder / "lib" / "layers.py", "W = 1\n")
+    write(folder / "wandb" / "run-1" / "x.py", "# output\n")
+    ctx = CollectContext(cwd=folder, argv=("python", "train.py"), use_cache=False)
+    with pytest.raises(Partial) as raised:
+        collect_git(ctx)
+    assert "not a git repository" in raised.value.reason
+    entry = raised.value.section["scripts"]
+    assert entry["unversioned"] is True
+    assert [name for name, _ in entry["tree"]["files"]] == ["lib/layers.py", "train.py"]
+    before = entry["tree"]["digest"]
+    write(folder / "train.py", "lr = 0.2\n")  # an edit outside git changes the code
+    with pytest.raises(Partial) as again:
+        collect_git(ctx)
+    assert again.value.section["scripts"]["tree"]["digest"] != before
+
+
+def test_without_git_the_code_is_unknown_not_empty(tmp_path: Path) -> None:
+    from expdna.collectors.context import Unknown
+
+    repo = make_repo(tmp_path / "proj")
+    ctx = CollectContext(cwd=repo, environ={"PATH": str(tmp_path / "no-bin")})
+    with pytest.raises(Unknown, match="git is not installed"):
+        collect_git(ctx)

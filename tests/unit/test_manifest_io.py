@@ -165,12 +165,19 @@ def test_over_the_cap_the_patch_is_truncated_first_and_dna_still_recomputes(
 
 
 def test_other_free_text_is_shortened_next(tmp_path: Path) -> None:
-    manifest = _with_patch("x" * 50_000, {"command": {"argv": ["y" * 120_000]}})
+    manifest = _with_patch("x" * 50_000, {"metrics": {"note": "y" * 120_000}})
     path = write_manifest(manifest, tmp_path / "m.json")
     assert path.stat().st_size <= MAX_WRITE_BYTES
     back = load_manifest(path)
-    assert back.command.argv[0].endswith("[truncated by expdna: 120000 chars]")
+    assert back.metrics["note"].endswith("[truncated by expdna: 120000 chars]")
     assert back.dna is not None and compute_dna(back).value == back.dna.value
+
+
+def test_argv_is_never_shortened_in_dna_version_3(tmp_path: Path) -> None:
+    """Since version 3 argv is identity: cutting it would break the stored DNA."""
+    manifest = _with_patch("x" * 50_000, {"command": {"argv": ["y" * 120_000]}})
+    with pytest.raises(ManifestTooLargeError):
+        write_manifest(manifest, tmp_path / "m.json")
 
 
 def test_never_a_file_over_the_cap(tmp_path: Path) -> None:

@@ -586,6 +586,137 @@ CASES: dict[str, dict[str, Any]] = {
         },
         "environment": {"kernel": "\uff16.\uff11.0-custom"},
     },
+    # -- version 3: the command, per-run and debug settings, seeds in argv and files ----------
+    "v3_command_launcher": {
+        **BASE_11,
+        "command": {
+            "argv": [
+                "torchrun",
+                "--standalone",
+                "--nproc_per_node=2",
+                "--rdzv-endpoint",
+                "10.0.0.1:29500",
+                "--master_port",
+                "29501",
+                "./src/train.py",
+                "--lr=0.1",
+                "--batch_size",
+                "64",
+            ],
+            "cwd": "<HOME>/proj",
+            "entry": "src/train.py",
+        },
+    },
+    "v3_command_interpreter": {
+        **BASE_11,
+        "command": {
+            "argv": ["/usr/bin/python3.11", "-u", "-O", "-X", "dev", "-m", "pkg.train", "x=1"],
+            "cwd": "/work",
+        },
+    },
+    "v3_command_masks": {
+        **BASE_11,
+        "command": {
+            "argv": [
+                "python",
+                "train.py",
+                "config/exp.py",
+                "--output_dir",
+                "/ckpt/run7",
+                "--run-name=grpo-7",
+                "--config",
+                "exp.yaml",
+                "--api-key",
+                "sk-***",
+                "--report_to",
+                "wandb",
+                "--dropout",
+                "0.1",
+                "hydra.run.dir=/tmp/x",
+                "paths.output_dir=/tmp/y",
+                "model.lr=0.001",
+                "+trainer=gpu",
+                "~callbacks",
+                "--lr",
+                "3e-4",
+            ],
+            "entry": "elsewhere.py",
+        },
+        "config": {
+            "config_file_args": ["config"],
+            "dna_ignore": ["config.resolved_args.dropout"],
+        },
+    },
+    "v3_code_unversioned": {
+        **BASE_11,
+        "code": {
+            "scripts": {
+                "unversioned": True,
+                "tree": {"digest": PATCH, "files": [["train.py", OTHER]]},
+            },
+        },
+    },
+    "v3_per_run_settings": {
+        **BASE_11,
+        "config": {
+            "resolved_args": {
+                "report_to": ["wandb"],
+                "logging_steps": 10,
+                "logging_strategy": "steps",
+                "log_level": "info",
+                "disable_tqdm": True,
+                "push_to_hub": False,
+                "hub_model_id": "me/model",
+                "save_steps": 500,
+                "save_total_limit": 2,
+                "log_interval": 1,
+                "master_port": 29500,
+                "local_rank": 0,
+                "node_rank": 1,
+                "learning_rate": 5e-5,
+                "logging": 3,
+                "saved_model_format": "x",
+            },
+            "selected_env": {
+                "NCCL_DEBUG": "INFO",
+                "NCCL_DEBUG_SUBSYS": "ALL",
+                "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+                "TORCH_CPP_LOG_LEVEL": "INFO",
+                "CUDA_LAUNCH_BLOCKING": "1",
+                "HF_HOME": "/cache/hf",
+                "HF_HUB_CACHE": "/cache/hub",
+                "TORCHINDUCTOR_CACHE_DIR": "/cache/inductor",
+                "TRANSFORMERS_VERBOSITY": "info",
+                "NCCL_IB_DISABLE": "1",
+                "CUDA_HOME": "/usr/local/cuda",
+                "OMP_NUM_THREADS": "8",
+                "MKL_NUM_THREADS": "8",
+            },
+        },
+    },
+    "v3_family_seeds": {
+        **BASE_11,
+        "command": {
+            "argv": [
+                "python",
+                "src/train.py",
+                "seed=42",
+                "--data-seed=7",
+                "--seed",
+                "1",
+                "--lr",
+                "0.1",
+                "model.init_seed=3",
+            ],
+        },
+        "config": {
+            "resolved_args": {"seed": 1, "lr": 0.1},
+            "config_files": {"<HOME>/proj/exp.yaml": OTHER, "<HOME>/proj/model.yaml": PATCH},
+            "config_file_details": {
+                "<HOME>/proj/exp.yaml": {"digest": OTHER, "seedless_digest": "blake3:" + "ef" * 32},
+            },
+        },
+    },
 }
 
 ABOUT: dict[str, str] = {
@@ -626,11 +757,31 @@ ABOUT: dict[str, str] = {
     "v1_python_rules": "DNA version 1: Unicode lower-casing, Unicode digits, '$' before a "
     "final newline.",
     "v1_typical": "The typical case in DNA version 1.",
+    "v3_typical": "The typical case in DNA version 3: the command enters config.",
+    "v3_command_launcher": "Version 3 command: launcher options dashed, --opt=value split, "
+    "per-run launcher options left out, the entry relative to its repository.",
+    "v3_command_interpreter": "Version 3 command: the interpreter by name, -u left out, "
+    "-O and -X kept, a -m module.",
+    "v3_command_masks": "Version 3 command: per-run, config-file, redacted and dna_ignore'd "
+    "argument values masked; Hydra overrides by the last part of their key, hydra.* always; "
+    "an entry naming another file is not used.",
+    "v3_code_unversioned": "Version 3 code outside git: the tree digest enters as a commit "
+    "does; its file listing does not.",
+    "v3_per_run_settings": "Version 3: reporting, logging, hub, progress and save arguments "
+    "and debug, log and cache variables leave the DNA.",
+    "v3_family_seeds": "Version 3 family: seed options with their values and seed overrides "
+    "leave argv, a config file counts by its seedless_digest.",
 }
 
-#: Cases computed in another DNA version than the current one.
-VERSIONS: dict[str, int] = {"v1_python_rules": 1, "v1_typical": 1}
+#: Cases computed in another DNA version than the current one: version 1's, and every case
+#: written before version 3 (their files stay as they were, in version 2).
+VERSIONS: dict[str, int] = {
+    **{name: 2 for name in CASES if not name.startswith(("v1_", "v3_"))},
+    "v1_python_rules": 1,
+    "v1_typical": 1,
+}
 CASES["v1_typical"] = CASES["typical"]
+CASES["v3_typical"] = CASES["typical"]
 
 
 def as_json(value: Any) -> Any:

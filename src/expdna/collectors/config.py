@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from expdna.collectors.context import CollectContext
+from expdna.manifest.command_line import parse_command
 
 #: Environment variables are collected only by these prefixes or exact names.
 ENV_PREFIXES: tuple[str, ...] = (
@@ -18,6 +19,9 @@ ENV_PREFIXES: tuple[str, ...] = (
     "SGLANG_",
     "TORCH_",
     "PYTORCH_",
+    "MKL_",
+    "OPENBLAS_",
+    "KMP_",
 )
 ENV_NAMES: frozenset[str] = frozenset(
     {"PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "OMP_NUM_THREADS"}
@@ -29,8 +33,19 @@ _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _OPTION = re.compile(r"^--?[^\W\d][\w.-]*(=.*)?$", re.DOTALL)
 
 
+#: Words that are booleans however a script reads them (nanoGPT's ``literal_eval``,
+#: ``HfArgumentParser``'s ``string_to_bool``), so the CLI records what the hook records.
+_BOOLEANS = {"True": True, "true": True, "False": False, "false": False}
+#: A Hydra override word: ``key=value``, ``+key=value``, ``++key=value`` (a dotted key).
+_OVERRIDE = re.compile(r"^(\+{0,2})([A-Za-z_][\w.@/-]*)=(.*)$", re.DOTALL | re.ASCII)
+#: A Hydra deletion: ``~key`` or ``~key=value``.
+_DELETION = re.compile(r"^~([A-Za-z_][\w.@/-]*)(=.*)?$", re.DOTALL | re.ASCII)
+
+
 def typed(word: str) -> Any:
-    """``word`` as an int or float when it is written as one; otherwise the string."""
+    """``word`` as an int, float or boolean when it is written as one; otherwise the string."""
+    if word in _BOOLEANS:
+        return _BOOLEANS[word]
     if _INT.match(word):
         return int(word)
     if _FLOAT.match(word):
@@ -43,40 +58,33 @@ def _is_option(word: str) -> bool:
 
 
 _PYTHON = re.compile(r"^(python|pypy)[\d.]*(\.exe)?$")
-# Interpreter options that take the next word as their value.
-_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
 def script_argv(argv: Sequence[str]) -> list[str]:
-    """The words after the script when ``argv`` starts with a Python interpreter.
+    """The program's own words when ``argv`` starts with an interpreter or a launcher.
 
     ``python -u train.py --lr 1`` -> ``["--lr", "1"]``; ``python -m pkg.train --lr 1`` ->
-    ``["--lr", "1"]``: interpreter options (-u, -O, -X dev...) are not training arguments.
+    ``["--lr", "1"]``: interpreter options (-u, -O, -X dev...) are not training arguments
+    (:func:`expdna.manifest.command_line.parse_command`). A launcher's options are kept
+    before them (``torchrun --nproc-per-node 2 train.py --lr 1`` ->
+    ``["--nproc-per-node", "2", "--lr", "1"]``): they shape the run.
     """
     words = list(argv)
-    if not words or not _PYTHON.match(words[0].replace("\\", "/").rsplit("/", 1)[-1]):
+    shape = parse_command(words)
+    if shape.launcher is None and shape.interpreter is None:
         return words
-    i = 1
-    while i < len(words):
-        word = words[i]
-        if word in ("-m", "-c"):
-            return words[i + 2 :]
-        if word in _PYTHON_OPTIONS_WITH_VALUE:
-            i += 2
-        elif word.startswith("-") and word != "-":
-            i += 1
-        else:
-            return words[i + 1 :]
-    return []
+    return [*shape.launcher_args, *shape.args]
 
 
 def parse_args(argv: Sequence[str]) -> dict[str, Any]:
     """``--key value``, ``--key=value`` and ``-k value`` pairs; a bare ``--flag`` is True.
 
-    Keys read ``-`` as ``_`` (as argparse's ``dest`` does); numbers are typed; numbers that
-    follow the first value join it as a list (``--betas 0.9 0.999``); a key given more than
-    once keeps every value in a list. Positional words are not arguments, and neither are
-    a leading interpreter's own options (see :func:`script_argv`).
+    Keys read ``-`` as ``_`` (as argparse's ``dest`` does); numbers and booleans are typed;
+    numbers that follow the first value join it as a list (``--betas 0.9 0.999``); a key
+    given more than once keeps every value in a list. Hydra overrides are arguments too
+    (``model.lr=0.1``, ``+trainer=gpu``, ``++x=1`` by their dotted key; ``~key`` as
+    ``"<deleted>"``). Other positional words are not arguments, and neither are a leading
+    interpreter's own options (see :func:`script_argv`).
     """
     args: dict[str, Any] = {}
 
@@ -94,6 +102,12 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
         word = words[i]
         i += 1
         if not _is_option(word):
+            override = _OVERRIDE.match(word)
+            deletion = _DELETION.match(word)
+            if override is not None:
+                put(override.group(2), typed(override.group(3)))
+            elif deletion is not None:
+                put(deletion.group(1), "<deleted>")
             continue
         if "=" in word:
             key, value = word.split("=", 1)

@@ -162,7 +162,40 @@ def _record(candidate: Candidate, deadline: float) -> tuple[dict[str, Any], Any,
         return details, None, None
     if skipped:
         details["not_literal"] = skipped
+    seedless = seedless_digest(values)
+    if seedless is not None:
+        details["seedless_digest"] = seedless
     return details, values, None
+
+
+def _without_seed_keys(value: Any) -> tuple[Any, bool]:
+    """``value`` with every seed-named key removed at any depth, and whether any was."""
+    from expdna.manifest.family import is_seed_arg
+
+    if isinstance(value, dict):
+        found = False
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            if is_seed_arg(str(key)):
+                found = True
+                continue
+            kept[key], inner = _without_seed_keys(item)
+            found = found or inner
+        return kept, found
+    if isinstance(value, list):
+        items = [_without_seed_keys(item) for item in value]
+        return [item for item, _ in items], any(inner for _, inner in items)
+    return value, False
+
+
+def seedless_digest(values: Any) -> str | None:
+    """The digest of a config file's parsed values without their seed keys (``seed``,
+    ``random_seed``, ``*_seed`` at any depth), which the family digest counts the file by;
+    None when it holds no seed key (its text digest stands)."""
+    from expdna.manifest.canonical import canonical_bytes
+
+    kept, found = _without_seed_keys(values)
+    return ref_of(canonical_bytes(kept)) if found else None
 
 
 def parsed_config_values(ctx: CollectContext) -> list[Any]:

@@ -51,3 +51,13 @@ class Unknown(Partial):
     """Raised by a collector that got part of its section and knows the rest would change
     its identity (a config file it could not read): the partial section is kept, and the
     DNA section is marked unknown with ``reason`` (the honest-identity rule)."""
+
+
+class Noted(dict[str, Any]):
+    """A collector's section with notes for the manifest's ``collection``: what it left out
+    and why, said once (``left out as outputs: wandb/ (412 files)``). Not warnings: nothing
+    went wrong."""
+
+    def __init__(self, section: Mapping[str, Any], notes: list[str]) -> None:
+        super().__init__(section)
+        self.notes = list(notes)

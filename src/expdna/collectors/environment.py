@@ -1,9 +1,10 @@
 """The Python environment: interpreter, installed distributions, OS, kernel, glibc, container.
 
-Package versions come from distribution metadata (never by importing anything). The full
-set of installed distributions enters the manifest as ``packages_digest``, the BLAKE3 of
-its sorted ``name==version`` listing (:func:`distributions_listing`, kept by the store as a
-blob); only the key packages are listed by name, so the manifest stays small.
+Package versions come from distribution metadata (never by importing anything). Every
+installed distribution is listed by name in ``packages`` (so ``diff`` and ``check`` name an
+added, removed or changed one), and the whole set also enters as ``packages_digest``, the
+BLAKE3 of its sorted ``name==version`` listing (:func:`distributions_listing`, kept by the
+store as a blob). ``sys.flags.hash_randomization`` is recorded too: it decides set order.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def collect_environment(ctx: CollectContext, *, root: Path = Path("/")) -> dict[
         "python_implementation": platform.python_implementation(),
         "python_build": " ".join(platform.python_build()),
         "python_executable": sys.executable,
-        "packages": key_packages(dists),
+        # Every distribution by name (PEP 503 names): diff and check name each one.
+        "packages": dict(sorted(dists.items())),
         "packages_digest": ref_of(listing(dists)),
         "package_count": len(dists),
         "os": release.get("PRETTY_NAME") or release.get("NAME") or platform.system(),
@@ -119,4 +121,5 @@ def collect_environment(ctx: CollectContext, *, root: Path = Path("/")) -> dict[
         "kernel": platform.release(),
         "glibc": glibc_version(),
         "container": container_kind(ctx.environ, root),
+        "hash_randomization": bool(sys.flags.hash_randomization),
     }

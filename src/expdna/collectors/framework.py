@@ -158,6 +158,27 @@ def _determinism(torch: ModuleType, environ: Mapping[str, str]) -> dict[str, Any
         "cublas_workspace_config": environ.get("CUBLAS_WORKSPACE_CONFIG"),
         "pythonhashseed": environ.get("PYTHONHASHSEED"),
         "initial_seed": _call(torch.initial_seed, "initial_seed"),
+        **numerics(torch),
+    }
+
+
+def numerics(torch: ModuleType) -> dict[str, Any]:
+    """The switches that change results on the same code: TF32, float32 matmul precision,
+    the scaled-dot-product attention backends, and the CPU thread counts. Read from the
+    loaded module only (no CUDA initialisation)."""
+    cuda: Any = getattr(torch.backends, "cuda", None)
+    return {
+        "matmul_allow_tf32": _call(lambda: cuda.matmul.allow_tf32, "matmul tf32"),
+        "cudnn_allow_tf32": _call(lambda: torch.backends.cudnn.allow_tf32, "cudnn tf32"),
+        "float32_matmul_precision": _call(
+            torch.get_float32_matmul_precision, "float32 matmul precision"
+        ),
+        "sdp_flash": _call(lambda: cuda.flash_sdp_enabled(), "flash sdp"),
+        "sdp_mem_efficient": _call(lambda: cuda.mem_efficient_sdp_enabled(), "mem sdp"),
+        "sdp_math": _call(lambda: cuda.math_sdp_enabled(), "math sdp"),
+        "sdp_cudnn": _call(lambda: cuda.cudnn_sdp_enabled(), "cudnn sdp"),
+        "num_threads": _call(torch.get_num_threads, "num threads"),
+        "num_interop_threads": _call(torch.get_num_interop_threads, "interop threads"),
     }
 
 

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from expdna.collectors import process
-from expdna.collectors.context import CollectContext, NotAvailable, Partial
+from expdna.collectors.context import CollectContext, NotAvailable, Noted, Partial, Unknown
+from expdna.collectors.outputs import LeftOut, add_known, exclude_options, ignore_options
+from expdna.collectors.unversioned import unversioned_tree
 from expdna.collectors.worktree import (
     OWN_OUTPUT,
     FileHasher,
@@ -33,6 +35,7 @@ from expdna.collectors.worktree import (
     users_work,
 )
 from expdna.digest import ref, ref_of
+from expdna.manifest.command_line import parse_command
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +139,7 @@ class _Repo:
     index: Path
 
 
-def collect_git(ctx: CollectContext) -> dict[str, Any]:
+def collect_git(ctx: CollectContext) -> Noted:
     """Describe every repository in play, keyed by the basename of its top level."""
     own = {k: v for k, v in ctx.environ.items() if k not in REPOSITORY_ENV}
     hasher = FileHasher(use_cache=ctx.use_cache, environ=ctx.environ)
@@ -148,7 +151,7 @@ def collect_git(ctx: CollectContext) -> dict[str, Any]:
         hasher.close()
 
 
-def _collect(ctx: CollectContext, git: _Git) -> dict[str, Any]:
+def _collect(ctx: CollectContext, git: _Git) -> Noted:
     starts: list[tuple[Path, bool]] = []  # (directory, named explicitly by the user)
     if ctx.caller_file is not None:
         starts.append((_absolute(ctx, ctx.caller_file).parent, False))
@@ -161,26 +164,46 @@ def _collect(ctx: CollectContext, git: _Git) -> dict[str, Any]:
         try:
             repo = _locate(git, start)
         except FileNotFoundError as exc:
-            raise NotAvailable(f"git is not installed: {exc}") from exc
+            # The code is there but cannot be described: unknown, never known and empty.
+            raise Unknown({}, f"git is not installed: {exc}") from exc
         if repo is not None:
             repos.setdefault(repo.top, repo)
         elif explicit:
             problems.append(f"{start}: not a git repository")
     if not repos:
-        raise NotAvailable(f"not a git repository: {ctx.cwd}")
+        return _outside_git(ctx, git)
 
     section: dict[str, Any] = {}
+    notes: list[str] = []
     roots = output_roots(ctx)
     for name, repo in zip(_names(list(repos)), repos.values(), strict=True):
         try:
-            section[name], warnings = _describe(git, repo, roots)
+            section[name], warnings, left_out = _describe(git, repo, roots, ctx)
         except GitError as exc:
             problems.append(f"{repo.top}: {exc}")
             continue
         problems += [f"{name}: {warning}" for warning in warnings]
+        prefix = f"{name}: " if len(repos) > 1 else ""
+        notes += [f"{prefix}{note}" for note in left_out.notes()]
     if problems:
-        raise Partial(section, "; ".join(problems))
-    return section
+        raise Partial(Noted(section, notes), "; ".join(problems))
+    return Noted(section, notes)
+
+
+def _outside_git(ctx: CollectContext, git: _Git) -> Noted:
+    """No repository: the entry script's folder by digest, with a warning."""
+    script = ctx.caller_file
+    if script is None:
+        written = parse_command(ctx.argv).script
+        script = Path(written) if written else None
+    entry = _absolute(ctx, script) if script is not None else None
+    if entry is None or not entry.is_file():
+        raise NotAvailable(f"not a git repository, and no entry script: {ctx.cwd}")
+    top = entry.parent
+    log.warning("expdna: %s is not in a git repository; recording its files by digest", top)
+    assert git.hasher is not None
+    section = {top.name or "code": unversioned_tree(top, git.hasher)}
+    raise Partial(Noted(section, []), f"{top}: not a git repository; files recorded by digest")
 
 
 def _locate(git: _Git, start: Path) -> _Repo | None:
@@ -196,13 +219,15 @@ def _locate(git: _Git, start: Path) -> _Repo | None:
     return _Repo(top=Path(top), shallow=shallow == "true", index=Path(start, index))
 
 
-def _describe(git: _Git, repo: _Repo, roots: list[Path]) -> tuple[dict[str, Any], list[str]]:
+def _describe(
+    git: _Git, repo: _Repo, roots: list[Path], ctx: CollectContext
+) -> tuple[dict[str, Any], list[str], LeftOut]:
     status = git(
         repo.top, "status", "--porcelain=v2", "--branch", "-z",
         "--untracked-files=no", "--no-ahead-behind",
     )  # fmt: skip
     commit, head, changed = _parse_status(status.stdout)
-    untracked = _untracked(git, repo.top, roots)
+    untracked, left_out = _untracked(git, repo.top, roots, ctx)
     dirty = changed or bool(untracked)
     warnings: list[str] = []
     detached = head == "(detached)"
@@ -216,16 +241,25 @@ def _describe(git: _Git, repo: _Repo, roots: list[Path]) -> tuple[dict[str, Any]
         "patch": _patch(git, repo, commit, untracked, warnings) if dirty else None,
         "submodules": _submodules(git, repo.top, warnings),
     }
-    return state, warnings
+    return state, warnings, left_out
 
 
-def _untracked(git: _Git, top: Path, roots: list[Path]) -> list[bytes]:
+def _untracked(
+    git: _Git, top: Path, roots: list[Path], ctx: CollectContext
+) -> tuple[list[bytes], LeftOut]:
     """Untracked files that are the user's work (see :func:`worktree.users_work`)."""
+    excludes = ["--exclude-standard", *ignore_options(top), *exclude_options()]
     listed = git(
-        top, "ls-files", "--others", "--exclude-standard", "-z", "--", ".",
-        *exclusions(top, roots),
+        top, "ls-files", "--others", *excludes, "-z", "--", ".", *exclusions(top, roots),
     ).stdout  # fmt: skip
-    return users_work(listed)
+    work, left_out = users_work(listed, top)
+    # What the known-output patterns left unlisted, each folder once (git does not walk it).
+    known = git(
+        top, "ls-files", "--others", "--ignored", "--directory", *excludes, "-z",
+        "--", ".", *exclusions(top, roots),
+    ).stdout  # fmt: skip
+    add_known(left_out, top, [os.fsdecode(e) for e in known.split(b"\0") if e])
+    return work, left_out
 
 
 def _parse_status(out: bytes) -> tuple[str | None, str | None, bool]:

@@ -105,13 +105,18 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     #: The collector raised :class:`Unknown`: its DNA section is unknown although it ran.
     unknown: bool = False
+    #: What the collector left out on purpose, said once (:class:`~.context.Noted`).
+    notes: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        return {
+        recorded: dict[str, Any] = {
             "status": self.status,
             "duration_ms": round(self.duration_ms, 2),
             "warnings": self.warnings,
         }
+        if self.notes:
+            recorded["notes"] = self.notes
+        return recorded
 
 
 #: CPython before 3.11.8 keeps one AST recursion counter for every thread (gh-106905): a
@@ -133,15 +138,18 @@ def _guarded(collector: Collector, ctx: CollectContext) -> dict[str, Any]:
 def _call(collector: Collector, ctx: CollectContext) -> Outcome:
     start = time.perf_counter()
     unknown = False
+    notes: list[str] = []
     try:
         section = _guarded(collector, ctx)
         status, warnings = "ok", []
+        notes = list(getattr(section, "notes", []))
     except NotAvailable as exc:
         section, status, warnings = {}, "skipped", [str(exc)] if str(exc) else []
     except Unknown as exc:
         section, status, warnings, unknown = dict(exc.section), "partial", [exc.reason], True
     except Partial as exc:
         section, status, warnings = dict(exc.section), "partial", [exc.reason]
+        notes = getattr(exc.section, "notes", [])
     except subprocess.TimeoutExpired as exc:
         section, status, warnings = {}, "timeout", [_no_answer(exc)]
     except TimeoutError as exc:
@@ -149,7 +157,8 @@ def _call(collector: Collector, ctx: CollectContext) -> Outcome:
     except Exception as exc:  # collectors never break a run: a failure becomes a warning
         log.debug("collector %s failed", collector.name, exc_info=True)
         section, status, warnings = {}, "failed", [f"{type(exc).__name__}: {exc}"]
-    return Outcome(status, section, (time.perf_counter() - start) * 1000, warnings, unknown)
+    elapsed = (time.perf_counter() - start) * 1000
+    return Outcome(status, dict(section), elapsed, warnings, unknown, list(notes))
 
 
 def _no_answer(exc: subprocess.TimeoutExpired) -> str:

@@ -2,9 +2,10 @@
 recorded by its digest, never read by git.
 
 Untracked files under the run's own output roots (``output_dir=``, ``$EXPDNA_STORE``,
-per-run path arguments such as ``--output-dir``) and under any folder holding an expdna
-manifest never make a checkout dirty. Untracked files over :data:`INLINE_UNTRACKED_MAX` are
-hashed through the stat-keyed digest cache instead of going through ``git diff``.
+per-run path arguments such as ``--output-dir``), tools' output folders and expdna
+manifests (:mod:`expdna.collectors.outputs`) never make a checkout dirty. Untracked
+files over :data:`INLINE_UNTRACKED_MAX` are hashed through the stat-keyed digest cache
+instead of going through ``git diff``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from expdna.collectors.config import parse_args
 from expdna.collectors.context import CollectContext
+from expdna.collectors.outputs import LeftOut, named_places, split_outputs
 from expdna.digest import hash_file
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ def output_roots(ctx: CollectContext) -> list[Path]:
     named = [v for k, v in args.items() if is_per_run_arg(str(k)) and isinstance(v, str)]
     store = ctx.environ.get("EXPDNA_STORE")
     candidates = [*ctx.output_roots, *named, *([store] if store else [])]
+    candidates += named_places(ctx.environ, ctx.cwd)
     roots = []
     for value in candidates:
         text = str(value)
@@ -97,28 +100,21 @@ def exclusions(top: Path, roots: list[Path]) -> list[str]:
     return specs
 
 
-def users_work(listed: bytes) -> list[bytes]:
-    """Of ``git ls-files --others -z`` output, the files that are the user's work.
+def users_work(listed: bytes, top: Path) -> tuple[list[bytes], LeftOut]:
+    """Of ``git ls-files --others -z`` output, (the files that are the user's work, the
+    groups left out as outputs: :func:`expdna.collectors.outputs.split_outputs`).
 
-    Left out: expdna's own manifests, and every file under a directory that holds an expdna
-    manifest (another run's output directory, such as ``runs/a`` when ``runs/b`` is being
-    recorded). This run's own output roots are left out before, by :func:`exclusions`. An
-    embedded repository is listed as its directory with a trailing slash.
+    Left out besides: files named as expdna names its manifests. This run's own output roots
+    are left out before, by :func:`exclusions`. An embedded repository is listed as its
+    directory with a trailing slash, and stays the user's.
     """
     paths = [path for path in listed.split(b"\0") if path]
-    run_dirs = {path.rpartition(b"/")[0] for path in paths if OWN_OUTPUT.search(path)}
-    return [
-        path for path in paths if not OWN_OUTPUT.search(path) and not _under_any(path, run_dirs)
-    ]
-
-
-def _under_any(path: bytes, dirs: set[bytes]) -> bool:
-    head = path
-    while b"/" in head:
-        head = head.rpartition(b"/")[0]
-        if head in dirs:
-            return True
-    return b"" in dirs  # a manifest at the top: the checkout is itself an output directory
+    named = [path for path in paths if OWN_OUTPUT.search(path)]
+    rest = [os.fsdecode(path) for path in paths if not OWN_OUTPUT.search(path)]
+    work, left_out = split_outputs(top, rest)
+    for _ in named:
+        left_out.add("expdna manifests")
+    return [os.fsencode(path) for path in work], left_out
 
 
 def split_untracked(top: Path, paths: list[bytes]) -> tuple[list[bytes], list[bytes]]:

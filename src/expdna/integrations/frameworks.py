@@ -53,6 +53,37 @@ def add_training(handle: RunHandle, fields: Mapping[str, Any]) -> None:
         handle._warn(f"trainer settings not recorded: {type(exc).__name__}: {exc}")
 
 
+def model_fields(model: Any, hparams: Any = None) -> dict[str, Any]:
+    """The ``training.model`` entry of a model: its class, parameter count and dtype, the
+    Hugging Face ``config.to_dict()`` and Lightning ``hparams`` where it has them. Each part
+    it cannot read is left out (never raises)."""
+    from expdna.integrations.args import plain
+
+    found: dict[str, Any] = {"class": f"{type(model).__module__}.{type(model).__qualname__}"}
+    try:
+        found["parameters"] = int(sum(p.numel() for p in model.parameters()))
+    except Exception as exc:  # not a torch module: the class still names it
+        log.debug("no parameter count: %s", exc)
+    dtype = getattr(model, "dtype", None)
+    if dtype is not None:
+        found["dtype"] = str(dtype)
+    to_dict = getattr(getattr(model, "config", None), "to_dict", None)
+    if callable(to_dict):
+        try:
+            config = plain(to_dict())
+            if isinstance(config, dict):
+                config.pop("transformers_version", None)  # the package list has it
+                found["config"] = config
+        except Exception as exc:  # a config that cannot be read costs only itself
+            log.debug("no model config: %s", exc)
+    if hparams is not None:
+        try:
+            found["hparams"] = plain(dict(hparams))
+        except Exception as exc:
+            log.debug("no hparams: %s", exc)
+    return found
+
+
 def plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """Numbers as numbers: one-element tensors and numpy scalars become floats."""
     found: dict[str, Any] = {}

@@ -48,6 +48,7 @@ from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations import exits
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.joined import NotJoined, joined_manifest
+from expdna.integrations.launch import this_command
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
 from expdna.integrations.trackers import Link, tell, tie
@@ -260,6 +261,7 @@ class RunHandle:
             self._set_status(error, signal_name)
         if metrics:
             self.metrics.update(metrics)
+        self._note_determinism()
         try:
             values, _ = redact_tree({str(k): plain(v) for k, v in self.metrics.items()}, "metrics")
             doc = self.manifest.to_dict()
@@ -297,6 +299,22 @@ class RunHandle:
             )
         except Exception as exc:  # the status is an extra: it must never cost the manifest
             self._warn(f"status not recorded: {type(exc).__name__}: {exc}")
+
+    def _note_determinism(self) -> None:
+        """Name each determinism switch that changed since ``start()`` (TF32 turned on after
+        it, say), in ``collection.determinism_changed`` and as a warning."""
+        assert self.manifest is not None
+        from expdna.integrations.determinism import changed_switches
+
+        try:
+            changes = changed_switches(self.manifest.to_dict().get("environment") or {})
+            if not changes:
+                return
+            self.manifest.collection.determinism_changed = changes  # type: ignore[attr-defined]
+        except Exception as exc:  # a fact about the run must never cost its manifest
+            self._warn(f"determinism switches not read again: {type(exc).__name__}: {exc}")
+            return
+        self._warn(f"determinism switches changed since start(): {'; '.join(changes)}")
 
     def pin(self, path: str | os.PathLike[str], name: str | None = None) -> str | None:
         """Pin a checkpoint's content digest to this run; returns ``blake3:<hex>`` or ``None``.
@@ -404,7 +422,7 @@ def start(
         from expdna.api import collect
 
         manifest = collect(
-            list(getattr(sys, "argv", [])),
+            _command(notes),
             repos=repos,
             data=data,
             caller_file=caller_file if caller_file is not None else _caller_file(),
@@ -482,6 +500,16 @@ def _joined(
     log.info("expdna: joined run %s (%s)", manifest.run_id, path)
     exits.watch(handle)
     return handle
+
+
+def _command(notes: list[str]) -> list[str]:
+    """The whole command that started the script (launcher, interpreter, script,
+    arguments: :mod:`expdna.integrations.launch`); ``sys.argv`` where it cannot be told."""
+    try:
+        return this_command()
+    except Exception as exc:  # reading /proc is an extra: sys.argv still names the run
+        notes.append(f"the launching command could not be read ({type(exc).__name__}: {exc})")
+        return list(getattr(sys, "argv", []))
 
 
 def _peers() -> Peers | None:

@@ -10,7 +10,8 @@
 At ``setup`` (stage ``fit``) it calls :func:`expdna.start` with ``start_kwargs`` and adds
 the trainer's settings to the ``training`` section (``lightning``: ``max_epochs``,
 ``precision``, ``accumulate_grad_batches``, ``strategy``, ``devices``, ``num_nodes``; and
-``gradient_accumulation_steps``), then :meth:`~expdna.RunHandle.add_runtime`. At
+``gradient_accumulation_steps``) and the module (``training.model``: its class, parameter
+count and ``hparams``), then :meth:`~expdna.RunHandle.add_runtime`. At
 ``teardown`` it pins the best checkpoint of the trainer's ``ModelCheckpoint`` (when there
 is one and a store is configured) and finishes with ``trainer.callback_metrics``. The
 manifest goes to ``output_dir``, by default the trainer's ``log_dir``.
@@ -29,7 +30,7 @@ import logging
 import os
 from typing import Any
 
-from expdna.integrations.frameworks import add_training, main_script, plain_metrics
+from expdna.integrations.frameworks import add_training, main_script, model_fields, plain_metrics
 from expdna.integrations.hook import RunHandle, start
 
 try:  # the current package name first; the older one has the same Callback
@@ -80,7 +81,9 @@ class ExpdnaCallback(Callback):
             args = kwargs.pop("args", None)
             self.run = start(args, output_dir=output_dir, **kwargs)
             if self.run is not None:
-                add_training(self.run, trainer_settings(trainer))
+                fields = trainer_settings(trainer)
+                fields["model"] = model_fields(pl_module, getattr(pl_module, "hparams", None))
+                add_training(self.run, fields)
                 self.run.add_runtime()
         except Exception as exc:  # the hook's promise, kept around the framework's parts
             log.warning("expdna: Lightning setup not recorded: %s: %s", type(exc).__name__, exc)

@@ -8,8 +8,11 @@
                       callbacks=[ExpdnaCallback()])
 
 At ``on_train_begin`` it calls :func:`expdna.start` with the ``TrainingArguments`` as the
-run's resolved arguments (their ``to_dict()``; ``output_dir``, ``logging_dir`` and
-``run_name`` stay out of the DNA as per-run values) and adds to the ``training`` section
+run's resolved arguments (their ``to_dict()``; ``output_dir``, ``logging_dir``,
+``run_name``, ``report_to``, ``logging_*``, ``save_*``, ``hub_*`` stay out of the DNA as
+per-run values), merged over the script's own arguments (``ExpdnaCallback(args=(model_args,
+data_args))``, else those parsed from ``sys.argv``), records the model (class, parameter
+count, dtype, ``config.to_dict()``) as ``training.model``, and adds to the ``training`` section
 the batch sizes (``micro_batch_size`` per device, ``global_batch_size`` = per device ×
 gradient accumulation × world size), ``gradient_accumulation_steps``, ``learning_rate``,
 the seeds (``seed``, ``data_seed``) and the precision flags (``fp16``, ``bf16``, ``tf32``);
@@ -30,13 +33,37 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from expdna.integrations.frameworks import add_training, main_script, plain_metrics
+from expdna.integrations.frameworks import add_training, main_script, model_fields, plain_metrics
 from expdna.integrations.hook import RunHandle, start
 
 log = logging.getLogger(__name__)
 
 #: The weight files of a saved checkpoint (sharded or not), as Trainer names them.
 WEIGHTS = ("model*.safetensors", "pytorch_model*.bin", "adapter_model*.safetensors")
+
+
+def merged_args(training_args: Any, given: Any) -> dict[str, Any]:
+    """The run's arguments: ``given`` (``args=``: the script's model and data dataclasses, a
+    tuple of them as ``HfArgumentParser.parse_args_into_dataclasses`` returns, a namespace)
+    or else the arguments parsed from ``sys.argv``, under the ``TrainingArguments``
+    (which win where both name a key: they are what the Trainer runs with)."""
+    from expdna.collectors.config import parse_args
+    from expdna.integrations.args import resolved_args
+
+    extra: dict[str, Any] = {}
+    parts = given if isinstance(given, (tuple, list)) else [given]
+    for part in parts:
+        if part is None or part is training_args:
+            continue
+        try:
+            extra.update(resolved_args(part))
+        except Exception as exc:  # one part it cannot read costs only that part
+            log.warning("expdna: args= part not recorded: %s: %s", type(exc).__name__, exc)
+    if given is None:
+        import sys
+
+        extra = parse_args(list(getattr(sys, "argv", [])))
+    return {**extra, **training_args.to_dict()}
 
 
 def training_fields(args: Any) -> dict[str, Any]:
@@ -70,19 +97,23 @@ class ExpdnaCallback(TrainerCallback):
         self.run: RunHandle | None = None
         self.metrics: dict[str, Any] = {}
         self._open = False
+        self._model: Any = None
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._open:
             return
+        self._model = kwargs.get("model")
         self._open, self.run, self.metrics = True, None, {}
         try:
             output_dir = self.output_dir if self.output_dir is not None else args.output_dir
-            self.run = start(
-                args.to_dict(),
-                **{"caller_file": main_script(), "output_dir": output_dir, **self.start_kwargs},
-            )
+            kwargs = {"caller_file": main_script(), "output_dir": output_dir, **self.start_kwargs}
+            self.run = start(merged_args(args, kwargs.pop("args", None)), **kwargs)
             if self.run is not None:
-                add_training(self.run, training_fields(args))
+                fields = training_fields(args)
+                model = self._model
+                if model is not None:
+                    fields["model"] = model_fields(model)
+                add_training(self.run, fields)
                 self.run.add_runtime()
         except Exception as exc:  # the hook's promise, kept around the framework's parts
             log.warning("expdna: Trainer run not recorded: %s: %s", type(exc).__name__, exc)

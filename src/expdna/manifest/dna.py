@@ -23,6 +23,7 @@ from typing import Any
 
 from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, drop_none, normalise
+from expdna.manifest.command_identity import project_command
 from expdna.manifest.display import SHORT_LENGTH as SHORT_LENGTH
 from expdna.manifest.display import short as short
 from expdna.manifest.globs import compile_globs, compile_globs_cached
@@ -36,9 +37,9 @@ def _glob(patterns: Iterable[str]) -> re.Pattern[str]:
 
 
 #: The version new DNAs are computed in.
-DNA_VERSION = 2
+DNA_VERSION = 3
 #: Every version this expdna can compute, so a manifest of any of them still verifies.
-DNA_VERSIONS = (1, 2)
+DNA_VERSIONS = (1, 2, 3)
 
 # Resolved-arg names (lowercase, "-" read as "_") that name one run rather than its setup.
 PER_RUN_ARGS: tuple[str, ...] = (
@@ -86,13 +87,71 @@ PER_RUN_ARGS: tuple[str, ...] = (
     "index_url",
     "expdna_*",
 )
+# Version 3 adds the trackers' reporting, logging, hub, progress and save arguments.
+PER_RUN_ARGS_V3: tuple[str, ...] = (
+    *PER_RUN_ARGS,
+    "report_to",
+    "logging_*",
+    "log_level",
+    "log_level_*",
+    "log_on_each_node",
+    "log_interval",
+    "log_every*",
+    "log_freq",
+    "print_freq",
+    "disable_tqdm",
+    "progress_bar*",
+    "enable_progress_bar",
+    "verbose",
+    "verbosity",
+    "push_to_hub",
+    "push_to_hub_*",
+    "hub_*",
+    "save_*",
+    "master_addr",
+    "master_port",
+    "main_process_ip",
+    "main_process_port",
+    "rdzv_id",
+    "rdzv_endpoint",
+    "node_rank",
+    "machine_rank",
+    "local_rank",
+    "local_addr",
+)
+# Version 3: environment variables that set debugging, logging or a cache's location.
+DEBUG_ENV: tuple[str, ...] = (
+    "*_DEBUG",
+    "*_DEBUG_*",
+    "TORCH_DISTRIBUTED_DEBUG",
+    "TORCH_CPP_LOG_LEVEL",
+    "TORCH_LOGS",
+    "TORCH_LOGS_*",
+    "TORCH_SHOW_CPP_STACKTRACES",
+    "TORCHDYNAMO_VERBOSE",
+    "CUDA_LAUNCH_BLOCKING",
+    "*_LOG_LEVEL",
+    "*_VERBOSITY",
+    "*_LOGS",
+    "RAY_LOG_*",
+    "RAY_DEDUP_LOGS",
+    "HF_HOME",
+    "HF_*_CACHE",
+    "TRANSFORMERS_CACHE",
+    "*_CACHE_DIR",
+    "*_CACHE_PATH",
+    "HF_HUB_DISABLE_PROGRESS_BARS",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "HF_HUB_ENABLE_HF_TRANSFER",
+)
 # Keys whose value, when it lies under an output root above, is per-run too.
 _PATH_WORDS = ("dir", "path", "file", "prefix")
 _PATH_SUFFIXES = tuple(f"_{word}" for word in _PATH_WORDS)
 # Version 1 used this regex, whose "$" also matches before a final newline.
 _PATH_KEY_V1 = re.compile(r"(^|_)(dir|path|file|prefix)$")
 # The kernel's major.minor: version 2 reads ASCII digits only, version 1 any decimal digit.
-_KERNEL = {1: re.compile(r"^(\d+\.\d+)"), 2: re.compile(r"^([0-9]+\.[0-9]+)")}
+_ASCII_KERNEL = re.compile(r"^([0-9]+\.[0-9]+)")
+_KERNEL = {1: re.compile(r"^(\d+\.\d+)"), 2: _ASCII_KERNEL, 3: _ASCII_KERNEL}
 
 # Environment values that describe one allocation, not the setup (DESIGN.md "The DNA").
 PER_ALLOCATION_ENV: tuple[str, ...] = (
@@ -161,7 +220,9 @@ _DATASET_DETAIL = frozenset({"root", "listing", "tables", "table_groups"})
 _VOLATILE_RESOURCES = ("node:*", "memory", "object_store_memory")
 
 _PER_RUN = _glob(PER_RUN_ARGS)
+_PER_RUN_V3 = _glob(PER_RUN_ARGS_V3)
 _PER_ALLOCATION = _glob(PER_ALLOCATION_ENV)
+_DEBUG_ENV = _glob(DEBUG_ENV)
 _VOLATILE_HARDWARE = _glob(VOLATILE_HARDWARE)
 _VOLATILE_RESOURCE = _glob(_VOLATILE_RESOURCES)
 
@@ -199,13 +260,17 @@ def _sorted_by_bytes(items: Iterable[Any]) -> list[Any]:
     return sorted(items, key=canonical_bytes) if len(items) > 1 else items
 
 
-def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
+def _repo_identity(repo: Mapping[str, Any], version: int = DNA_VERSION) -> dict[str, Any]:
     patch = repo.get("patch") or {}
     identity = {
         "commit": repo.get("commit"),
         "dirty": repo.get("dirty"),
         "patch": patch.get("digest"),
     }
+    tree = repo.get("tree")
+    if version >= 3 and isinstance(tree, Mapping):
+        # Version 3: code outside git, by the digest of its [path, digest] listing.
+        identity["tree"] = tree.get("digest")
     binaries = patch.get("binary_files")
     if binaries:
         identity["binary_files"] = sorted(
@@ -227,9 +292,9 @@ def _repo_identity(repo: Mapping[str, Any]) -> dict[str, Any]:
     return identity
 
 
-def _project_code(section: Mapping[str, Any]) -> Any:
+def _project_code(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
     # Repository names are checkout directory names: identity is the commits, not the names.
-    return _sorted_by_bytes([_repo_identity(repo) for repo in section.values()])
+    return _sorted_by_bytes([_repo_identity(repo, version) for repo in section.values()])
 
 
 # Roots so broad that "under the output root" would swallow every path argument.
@@ -280,7 +345,13 @@ def arg_name(key: str, version: int = DNA_VERSION) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _per_run_name(key: str, version: int = DNA_VERSION) -> bool:
-    return _PER_RUN.match(arg_name(key, version)) is not None
+    pattern = _PER_RUN if version < 3 else _PER_RUN_V3
+    return pattern.match(arg_name(key, version)) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _debug_env_name(key: str) -> bool:
+    return _DEBUG_ENV.match(key) is not None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -304,6 +375,11 @@ def _per_allocation_name(key: str) -> bool:
 def is_per_run_arg(key: str) -> bool:
     """A resolved-arg name that names one run (``output_dir``, ``run_name``, ``wandb_*``)."""
     return _per_run_name(key)
+
+
+def is_debug_env(name: str) -> bool:
+    """An environment variable that sets debugging, logging or a cache location (v3)."""
+    return _debug_env_name(name)
 
 
 def is_per_allocation_env(name: str) -> bool:
@@ -333,15 +409,50 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
         text = _as_text(value)
         return text is not None and any((text.rstrip("/") + "/").startswith(root) for root in roots)
 
-    return {
+    projected = {
         "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
         "selected_env": {
             k: v
             for k, v in (section.get("selected_env") or {}).items()
-            if not _per_allocation_name(k) and not _masked(v)
+            if not _per_allocation_name(k)
+            and not _masked(v)
+            and not (version >= 3 and _debug_env_name(k))
         },
         "config_files": sorted((section.get("config_files") or {}).values()),
     }
+    if version >= 3:
+        command = section.get(COMMAND_KEY)
+
+        ignore = section.get("dna_ignore") or ()
+        ignored = _glob_cached(tuple(g for g in ignore if isinstance(g, str))) if ignore else None
+
+        def hidden(key: str, value: str) -> bool:
+            if not key:
+                return _masked(value)
+            # An argument the rules leave out of resolved_args, or dna_ignore names there.
+            name = key.replace("-", "_")
+            if ignored is not None and ignored.match(f"config.resolved_args.{name}"):
+                return True
+            return per_run(name, value)
+
+        projected["command"] = project_command(
+            command if isinstance(command, Mapping) else {}, hidden
+        )
+    return projected
+
+
+#: Where :func:`config_input` puts the manifest's ``command`` for the version-3 config
+#: projection (a key no config section has; any value there is replaced).
+COMMAND_KEY = "\x00command"
+
+
+def config_input(doc: Mapping[str, Any], version: int = DNA_VERSION) -> Mapping[str, Any]:
+    """The config section as its projection reads it: in version 3 with the manifest's
+    ``command`` (the command is part of the configuration)."""
+    config = doc.get("config") or {}
+    if version < 3 or not isinstance(config, Mapping):
+        return config
+    return {**config, COMMAND_KEY: doc.get("command") or {}}
 
 
 def _project_training(section: Mapping[str, Any]) -> Any:
@@ -437,8 +548,10 @@ def check_version(version: int) -> None:
 
 
 def _projection(name: str, version: int) -> Projection:
-    if version == DNA_VERSION or name not in ("config", "environment"):
+    if version == DNA_VERSION or name not in ("code", "config", "environment"):
         return PROJECTIONS[name]
+    if name == "code":
+        return lambda section: _project_code(section, version)
     if name == "config":
         return lambda section: _project_config(section, version)
     return lambda section: _project_environment(section, version)
@@ -471,7 +584,8 @@ def _raw_projections(manifest: Manifest | Mapping[str, Any], version: int) -> di
     unknown = doc.get("unknown") or {}
     result: dict[str, Any] = {}
     for name in DNA_SECTIONS:
-        projected = _projection(name, version)(doc.get(name) or {})
+        section = config_input(doc, version) if name == "config" else doc.get(name)
+        projected = _projection(name, version)(section or {})
         if ignore:
             projected = _apply_ignore(projected, name, _glob_cached(ignore))
         if name in unknown:

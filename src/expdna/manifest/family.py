@@ -2,7 +2,9 @@
 
 Runs of one setup that differ only in their seeds share a family digest ("N seeds, one
 setup"). The seeds are the resolved arguments named ``seed``, ``random_seed`` or ``*_seed``
-(any case, ``-`` read as ``_``, leading ``_`` ignored) and ``training.seeds``. A family
+(any case, ``-`` read as ``_``, leading ``_`` ignored) and ``training.seeds``; in version 3
+also seed arguments in ``command.argv`` (with their values) and seed keys inside parsed
+config files. A family
 digest is computed in a DNA version, like the DNA it belongs to. Ignoring a seed argument in
 ``dna_ignore`` also ignores the training field derived from it
 (:func:`with_derived_seed_ignores`).
@@ -21,7 +23,15 @@ from typing import Any
 
 from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes
-from expdna.manifest.dna import DNA_VERSION, arg_name, compute_dna, dna_value, section_digest
+from expdna.manifest.command_identity import masked_args
+from expdna.manifest.dna import (
+    DNA_VERSION,
+    arg_name,
+    compute_dna,
+    config_input,
+    dna_value,
+    section_digest,
+)
 from expdna.manifest.model import Manifest
 
 #: The DNA sections a setup digest covers: what was run, not where (hardware, environment
@@ -70,22 +80,55 @@ def with_derived_seed_ignores(globs: Iterable[str]) -> list[str]:
 
 def without_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> dict[str, Any]:
     """The document with every seed left out: resolved seed arguments are dropped and
-    ``training.seeds`` (where present) is emptied."""
+    ``training.seeds`` (where present) is emptied. In version 3 also: seed arguments and
+    seed overrides leave ``command.argv`` with their values, and a config file holding
+    seed keys counts by its ``seedless_digest`` (its parsed values without them)."""
     config = dict(doc.get("config") or {})
     args = config.get("resolved_args") or {}
     config["resolved_args"] = {k: v for k, v in args.items() if not is_seed_arg(str(k), version)}
     training = dict(doc.get("training") or {})
     if "seeds" in training:
         training["seeds"] = {}  # as a run that recorded no seed
-    return {**doc, "config": config, "training": training}
+    seedless = {**doc, "config": config, "training": training}
+    if version >= 3:
+        config["config_files"] = {
+            path: _seedless_digest(config, path) or digest
+            for path, digest in (config.get("config_files") or {}).items()
+        }
+        command = doc.get("command")
+        argv = command.get("argv") if isinstance(command, Mapping) else None
+        if isinstance(argv, list) and all(isinstance(word, str) for word in argv):
+            seedless["command"] = {**command, "argv": _without_seed_words(argv, version)}  # type: ignore[dict-item]
+    return seedless
+
+
+def _without_seed_words(argv: list[str], version: int) -> list[str]:
+    """``argv`` without its seed options and their values (``--seed 1``, ``--data-seed=7``)
+    and without its seed overrides (``seed=42``, ``+model.init_seed=3``), as the resolved
+    seed arguments are dropped, so runs that differ in one more seed are still one family."""
+    return masked_args(argv, lambda key, _: bool(key) and is_seed_arg(key, version), hydra=False)
+
+
+def _seedless_digest(config: Mapping[str, Any], path: str) -> str | None:
+    details = config.get("config_file_details")
+    entry = details.get(path) if isinstance(details, Mapping) else None
+    found = entry.get("seedless_digest") if isinstance(entry, Mapping) else None
+    return found if isinstance(found, str) else None
 
 
 def has_seeds(doc: Mapping[str, Any], *, version: int = DNA_VERSION) -> bool:
     """Whether the document records any seed (else its family digest is its DNA)."""
     if (doc.get("training") or {}).get("seeds"):
         return True
-    args = (doc.get("config") or {}).get("resolved_args") or {}
-    return any(is_seed_arg(str(k), version) for k in args)
+    config = doc.get("config") or {}
+    args = config.get("resolved_args") or {}
+    if any(is_seed_arg(str(k), version) for k in args):
+        return True
+    if version < 3:
+        return False
+    if any(_seedless_digest(config, path) for path in config.get("config_files") or {}):
+        return True
+    return without_seeds(doc, version=version).get("command") != doc.get("command")
 
 
 def seedless_sections(
@@ -107,8 +150,8 @@ def seedless_sections(
     if not has_seeds(doc, version=version):
         return dict(sections)
     redone = {
-        name: section_digest(name, seedless.get(name) or {}, version=version)
-        for name in ("config", "training")
+        "config": section_digest("config", config_input(seedless, version), version=version),
+        "training": section_digest("training", seedless.get("training") or {}, version=version),
     }
     return {**sections, **redone}
 

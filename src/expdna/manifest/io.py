@@ -200,7 +200,8 @@ def fit_to_cap(manifest: Manifest, cap: int = MAX_WRITE_BYTES) -> tuple[bytes, l
     """The file bytes of ``manifest``, shrunk under ``cap``; and what was shrunk.
 
     Only text outside the DNA's identity projection is shortened (inline patch text first,
-    then argv words, collection warnings, metrics strings), so the stored DNA still
+    then argv words of a DNA before version 3, collection warnings, metrics strings), so the
+    stored DNA still
     recomputes from the file. Raises :class:`ManifestTooLargeError` when that is not enough.
     """
     doc = manifest.to_dict()
@@ -266,8 +267,12 @@ def _refill_patches(manifest: Manifest, doc: dict[str, Any], cap: int) -> bytes:
 def _free_text(doc: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """(path, container, key) of each string outside the identity sections."""
     found: list[tuple[str, Any, Any]] = []
-    argv = doc.get("command", {}).get("argv", [])
-    found += [(f"command.argv.{i}", argv, i) for i in range(len(argv))]
+    stored = doc.get("dna")
+    version = stored.get("version") if isinstance(stored, dict) else None
+    if isinstance(version, int) and version < 3:
+        # Before DNA version 3 argv was outside the identity; since, it is the command's.
+        argv = doc.get("command", {}).get("argv", [])
+        found += [(f"command.argv.{i}", argv, i) for i in range(len(argv))]
     for name, status in doc.get("collection", {}).get("collectors", {}).items():
         warnings = status.get("warnings", [])
         found += [

@@ -22,8 +22,8 @@ from typing import Any
 
 from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, make_encoder
-from expdna.manifest.dna import DNA_VERSION, PROJECTIONS
-from expdna.manifest.family import has_seeds, is_seed_arg, without_seeds
+from expdna.manifest.dna import DNA_VERSION, PROJECTIONS, config_input
+from expdna.manifest.family import has_seeds, without_seeds
 from expdna.manifest.model import DNA_SECTIONS
 from expdna.store.record.factsets import FactSet, split_section, strip_own
 from expdna.store.record.flatten import COLUMN_KEYS, flatten
@@ -103,7 +103,8 @@ class SectionMemo:
             key = (name, keys.get(name, ""))
             digest = self._digests.get(key)
             if digest is None:
-                digest = self._projected_digest(name, doc.get(name) or {})
+                section = config_input(doc) if name == "config" else doc.get(name)
+                digest = self._projected_digest(name, section or {})
                 _bounded(self._digests)[key] = digest
             digests[name] = digest
         return digests
@@ -131,18 +132,8 @@ class SectionMemo:
         if not has_seeds(doc):
             return sections
         seedless = without_seeds(doc)
-        config = doc.get("config") or {}
-        section, projection = self._last_config
-        if section is config:
-            # Seed arguments are never per-run names or output roots, so leaving them out
-            # of the projection equals projecting the section without them.
-            args = projection.get("resolved_args") or {}
-            kept = {k: v for k, v in args.items() if not is_seed_arg(str(k))}
-            config_digest = self._digest_of_projection(
-                "config", {**projection, "resolved_args": kept}
-            )
-        else:
-            config_digest = self._projected_digest("config", seedless.get("config") or {})
+        # Projected again, command and config files included (version 3 masks seeds there).
+        config_digest = self._projected_digest("config", config_input(seedless))
         training = self._projected_digest("training", seedless.get("training") or {})
         return {**sections, "config": config_digest, "training": training}
 

@@ -1,0 +1,95 @@
+"""How long the code collection takes on a checkout holding a 5,000-file ``wandb/`` folder.
+
+In one run, each as the median of ``--repeat`` in-process collections (``collect_git``,
+the collector behind the ``code`` section): a small checkout of a dozen source files with
+an untracked edit (the baseline), then the same checkout with W&B's output folder of
+``--files`` files beside an MLflow store and ``lightning_logs/``. Both figures are printed
+with their ratio, since the absolute times move with the machine and its load.
+
+    python benchmarks/outputs_bench.py [--files 5000] [--repeat 7]
+
+Target (issue "Identity on real training code"): under 100 ms with the ``wandb/`` folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from expdna.collectors.context import CollectContext
+from expdna.collectors.git import collect_git
+
+TARGET_MS = 100.0
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_checkout(root: Path) -> Path:
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    for i in range(12):
+        (root / f"mod{i}.py").write_text(f"X = {i}\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=b", "-c", "user.email=b@e", "commit", "-q", "-m", "init")
+    (root / "newmod.py").write_text("Y = 1\n")  # one untracked source file: a real change
+    return root
+
+
+def add_tool_outputs(root: Path, files: int) -> None:
+    per_run = 50
+    for i in range(files):
+        run = root / "wandb" / f"run-20260805_1430{i // per_run:04d}-abc{i // per_run}"
+        folder = run / ("files" if i % 2 else "logs")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{i}.txt").write_text(f"{i}\n")
+    for i in range(20):
+        meta = root / "mlruns" / "0" / f"r{i}" / "meta.yaml"
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        meta.write_text("a: 1\n")
+    hparams = root / "lightning_logs" / "version_0" / "hparams.yaml"
+    hparams.parent.mkdir(parents=True)
+    hparams.write_text("lr: 0.1\n")
+
+
+def median_ms(root: Path, repeat: int) -> float:
+    ctx = CollectContext(cwd=root, environ={"PATH": "/usr/bin:/bin"}, use_cache=False)
+    collect_git(ctx)  # warm the file system cache
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        section = collect_git(ctx)
+        times.append((time.perf_counter() - start) * 1000)
+    assert section["root"]["dirty"] is True, "the untracked source file must count"
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = make_checkout(Path(tmp) / "root")
+        baseline = median_ms(root, args.repeat)
+        add_tool_outputs(root, args.files)
+        section = collect_git(CollectContext(cwd=root, use_cache=False))
+        patch = section["root"]["patch"]["text"]
+        assert "wandb" not in patch and "newmod.py" in patch
+        with_outputs = median_ms(root, args.repeat)
+    print(f"baseline (12 files, no outputs): {baseline:8.1f} ms")
+    print(
+        f"with wandb/ ({args.files} files):   {with_outputs:8.1f} ms"
+        f"  ({with_outputs / baseline:.2f}x baseline; target < {TARGET_MS:g} ms)"
+    )
+    for note in getattr(section, "notes", []):
+        print(f"  {note}")
+
+
+if __name__ == "__main__":
+    main()
