@@ -43,7 +43,7 @@ def fleet_doc(
             "fingerprint": {"hostname": host, "driver_version": driver},
         }
     ]
-    doc["status"] = {"state": state}
+    doc["status"] = {"state": state, "started_at": doc["generated_at"]}
     doc["metrics"] = {"final_loss": 1.0, **metrics}
     return doc
 

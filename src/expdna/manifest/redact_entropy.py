@@ -50,6 +50,8 @@ _K8S = "[bcdfghjklmnpqrstvwxz2456789]"
 _POD = re.compile(rf"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?-{_K8S}{{6,10}}-{_K8S}{{5}}")
 # Generated ids of job systems, not credentials: Ray job submissions, Slurm array tasks.
 _JOB_ID = re.compile(r"raysubmit_[A-Za-z0-9]{8,32}")
+# A store's log entry name: its UTC time and the BLAKE3 of its bytes (objects/log/<name>).
+_LOG_ENTRY = re.compile(r"\d{8}T\d{12}Z-[0-9a-f]{64}")
 # `nvmlDeviceGetBAR1MemoryInfo`: a code identifier, words in camel case. A random token's
 # letter runs average under two characters; most of an identifier's letters are in words
 # of three and more.
@@ -90,7 +92,9 @@ def _harmless(value: str) -> bool:
         return True
     if _UUID.fullmatch(value) or _VERSION.fullmatch(value) or _DOTTED_NAME.fullmatch(value):
         return True
-    if _POD.fullmatch(value) or _JOB_ID.fullmatch(value) or _identifier(value):
+    if _POD.fullmatch(value) or _JOB_ID.fullmatch(value) or _LOG_ENTRY.fullmatch(value):
+        return True
+    if _identifier(value):
         return True
     parts = _SEPARATOR.split(value.rstrip("="))
     if len(parts) < 3:
@@ -132,8 +136,9 @@ def looks_random(value: str) -> bool:
     if len(value) < _MIN_TOKEN or not _TOKEN.fullmatch(value) or _harmless(value):
         return False
     if "/" in value:
-        # `org/model-name-v2`: a path of names; base64 keeps a random part between slashes
-        return any(looks_random(part) for part in value.split("/"))
+        # `org/model-name-v2`: a path of names; base64 keeps a random part between slashes.
+        # Hex-only parts are digests, as in random_parts (`objects/ab/<62 hex>`).
+        return any(looks_random(p) for p in value.split("/") if not _HEX.fullmatch(p))
     core = value.rstrip("=")
     if _HEX.fullmatch(core):
         return len(core) >= _MIN_HEX and len(core) not in (40, 64) and entropy(core) >= _HEX_BITS
