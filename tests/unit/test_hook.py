@@ -206,7 +206,8 @@ def test_the_caller_file_finds_the_project_repo_not_the_cwd(repo: Path, tmp_path
     manifest = load_manifest(result["path"])
     assert list(manifest.code) == ["proj"]
     assert manifest.code["proj"].commit == git(repo, "rev-parse", "HEAD")
-    assert manifest.command.argv == [str(script), str(tmp_path / "out")]
+    # The command a shell can run: the interpreter too (sys.orig_argv), not sys.argv alone.
+    assert manifest.command.argv == [sys.executable, str(script), str(tmp_path / "out")]
     assert manifest.config.resolved_args == {"lr": 1}
     assert result["heavy"] == []  # no Ray, no store: the hook imports nothing heavy
     assert done.stderr == ""  # no warning: an unconfigured logger would print it here

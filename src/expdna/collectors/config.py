@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from expdna.collectors.context import CollectContext
+from expdna.manifest.command_line import parse_command
 
 #: Environment variables are collected only by these prefixes or exact names.
 ENV_PREFIXES: tuple[str, ...] = (
@@ -43,31 +44,22 @@ def _is_option(word: str) -> bool:
 
 
 _PYTHON = re.compile(r"^(python|pypy)[\d.]*(\.exe)?$")
-# Interpreter options that take the next word as their value.
-_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-W", "-X", "--check-hash-based-pycs"})
 
 
 def script_argv(argv: Sequence[str]) -> list[str]:
-    """The words after the script when ``argv`` starts with a Python interpreter.
+    """The program's own words when ``argv`` starts with an interpreter or a launcher.
 
     ``python -u train.py --lr 1`` -> ``["--lr", "1"]``; ``python -m pkg.train --lr 1`` ->
-    ``["--lr", "1"]``: interpreter options (-u, -O, -X dev...) are not training arguments.
+    ``["--lr", "1"]``: interpreter options (-u, -O, -X dev...) are not training arguments
+    (:func:`expdna.manifest.command_line.parse_command`). A launcher's options are kept
+    before them (``torchrun --nproc-per-node 2 train.py --lr 1`` ->
+    ``["--nproc-per-node", "2", "--lr", "1"]``): they shape the run.
     """
     words = list(argv)
-    if not words or not _PYTHON.match(words[0].replace("\\", "/").rsplit("/", 1)[-1]):
+    shape = parse_command(words)
+    if shape.launcher is None and shape.interpreter is None:
         return words
-    i = 1
-    while i < len(words):
-        word = words[i]
-        if word in ("-m", "-c"):
-            return words[i + 2 :]
-        if word in _PYTHON_OPTIONS_WITH_VALUE:
-            i += 2
-        elif word.startswith("-") and word != "-":
-            i += 1
-        else:
-            return words[i + 1 :]
-    return []
+    return [*shape.launcher_args, *shape.args]
 
 
 def parse_args(argv: Sequence[str]) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from expdna.collectors.config import script_argv
 from expdna.collectors.context import CollectContext
+from expdna.manifest.command_line import parse_command
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +54,6 @@ CONFIG_FLAGS: frozenset[str] = frozenset(
 )
 _HYDRA_PATH = frozenset({"--config-path", "--config_path", "-cp"})
 _HYDRA_NAME = frozenset({"--config-name", "--config_name", "-cn"})
-#: ``python -m <launcher> ... train.py``: the first ``.py`` word is the entry script.
-_LAUNCHER_MODULES = frozenset(
-    {"torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch"}
-)
 
 
 @dataclass(frozen=True)
@@ -71,24 +67,13 @@ class Candidate:
 
 def _entry_and_words(argv: tuple[str, ...]) -> tuple[str | None, list[str], list[str]]:
     """(the entry script as written, a launcher's words before it, the words after it)."""
-    from expdna.collectors.config import _PYTHON
-
     words = list(argv)
     if not words:
         return None, [], []
-    if _PYTHON.match(os.path.basename(words[0])):
-        rest = script_argv(words)
-        before = words[: len(words) - len(rest)]
-        if len(before) >= 3 and before[-2] == "-m":
-            if before[-1] in _LAUNCHER_MODULES:
-                return _first_script(rest)
-            return None, [], rest
-        if len(before) >= 3 and before[-2] == "-c":
-            return None, [], rest
-        return (before[-1] if len(before) >= 2 else None), [], rest
-    if words[0].endswith(".py"):
-        return words[0], [], words[1:]
-    return _first_script(words[1:])  # torchrun, accelerate launch, deepspeed ...
+    shape = parse_command(words)
+    if shape.launcher is None and shape.interpreter is None and not words[0].endswith(".py"):
+        return _first_script(words[1:])  # mpirun -np 2 ... train.py: an unknown launcher
+    return shape.script, list(shape.launcher_args), list(shape.args)
 
 
 def _first_script(words: list[str]) -> tuple[str | None, list[str], list[str]]:

@@ -39,6 +39,7 @@ from expdna.collectors.distributed import layout
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
+from expdna.integrations.launch import this_command
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
 from expdna.integrations.trackers import Link, tell, tie
@@ -331,7 +332,7 @@ def start(
         from expdna.api import collect
 
         manifest = collect(
-            list(getattr(sys, "argv", [])),
+            _command(notes),
             repos=repos,
             data=data,
             caller_file=caller_file if caller_file is not None else _caller_file(),
@@ -365,6 +366,16 @@ def start(
         if strict:
             warnings.warn(f"expdna: {message}", IncompleteManifestWarning, stacklevel=2)
     return handle
+
+
+def _command(notes: list[str]) -> list[str]:
+    """The whole command that started the script (launcher, interpreter, script,
+    arguments: :mod:`expdna.integrations.launch`); ``sys.argv`` where it cannot be told."""
+    try:
+        return this_command()
+    except Exception as exc:  # reading /proc is an extra: sys.argv still names the run
+        notes.append(f"the launching command could not be read ({type(exc).__name__}: {exc})")
+        return list(getattr(sys, "argv", []))
 
 
 def _peers() -> Peers | None:
