@@ -83,8 +83,9 @@ def _confirm(
         + (f" ({', '.join(left)}: see rerun --dry-run)" if left else ""),
         err=True,
     )
-    if trust_command:
-        click.echo(trusted_command_line(recorded), err=True)
+    trusted = trusted_command_line(recorded) if trust_command else None
+    if trusted is not None:
+        click.echo(trusted, err=True)
     code = run_recorded(recorded, cwd=Path.cwd())
     # A child killed by signal N reads -N here; shells report it as 128 + N.
     ctx.exit(code if code >= 0 else 128 - code)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from expdna.compare.check import CheckReport, check_live
-from expdna.compare.command_check import command_in_dna
+from expdna.compare.command_check import argv_disagreements, command_in_dna
 from expdna.compare.env_policy import is_applied, not_applied_reason
 from expdna.compare.relaunch import SCRIPT_INTERPRETER, Relaunch, plan
 from expdna.errors import ExpdnaError, InvalidInputError, RefusedError
@@ -336,8 +336,12 @@ def refusal_reasons(
     """Why ``--confirm`` must not run ``manifest`` after ``report``; empty when it may.
 
     One reason per line: each FAIL, then the command's trust, then redacted inputs."""
+    # --trust-command answers for the command words the DNA does not cover, and no more.
+    trusted = trust_command and not command_in_dna(manifest)
     reasons = [
-        f"{r.field}: {r.note}" if r.note else f"check FAILs on {r.field}" for r in report.failures()
+        f"{r.field}: {r.note}" if r.note else f"check FAILs on {r.field}"
+        for r in report.failures()
+        if not (trusted and r.rule == "command")
     ]
     if not command_in_dna(manifest) and not trust_command:
         version = manifest.dna.version if manifest.dna else "(none)"
@@ -364,14 +368,22 @@ def refusal_reasons(
     return reasons
 
 
-def trusted_command_line(manifest: Manifest) -> str:
-    """What ``--trust-command`` trusts, in words, for stderr."""
+def trusted_command_line(manifest: Manifest) -> str | None:
+    """What ``--trust-command`` trusts, in words, for stderr; None where the DNA covers
+    the command and there is nothing to trust."""
+    if command_in_dna(manifest):
+        return None
     version = manifest.dna.version if manifest.dna else "(none)"
     words = " ".join(shell_word(word) for word in manifest.command.argv)
-    return (
+    line = (
         f"rerun: --trust-command: running command.argv as recorded, which DNA version "
         f"{version} does not cover: {_one_line(words)}"
     )
+    found = argv_disagreements(manifest)
+    if found:
+        line += f" (trusted although it does not match config.resolved_args: {found[0]}"
+        line += f", and {len(found) - 1} more)" if len(found) > 1 else ")"
+    return _one_line(line)
 
 
 def _wait(proc: subprocess.Popen[bytes]) -> int:
