@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.integration.test_compare_cli import committed, expdna, generate
 from tests.integration.test_compare_cli import out as out  # the fixture
 from tests.integration.test_hostile_rerun import resealed
@@ -218,3 +220,75 @@ def test_a_hook_manifest_reruns(repo: Path, out: Path, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("trained 0.5 "), done.stdout
     assert len(list(runs.iterdir())) == 2  # the rerun recorded itself
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torchrun_tiny.py"
+
+
+@pytest.mark.slow  # torch starts in two processes, twice
+def test_a_torchrun_manifest_reruns_with_both_ranks(repo: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    runs = tmp_path / "runs"
+    script = committed(repo, "ddp.py", EXAMPLE.read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env.update(EXPDNA_CACHE_DIR=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    env["PYTHONWARNINGS"] = "ignore"
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    first = subprocess.run(
+        [*launcher, "--nproc-per-node", "2", script, "--output-dir", str(runs)],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    [manifest] = sorted(runs.iterdir())
+    argv = json.loads(manifest.read_text())["command"]["argv"]
+    assert "--nproc-per-node" in argv and script in argv, argv
+
+    done = expdna("rerun", manifest, "--confirm", "--trust-command", cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    ranks = sorted(json.loads(line)["rank"] for line in done.stdout.splitlines() if "{" in line)
+    assert ranks == [0, 1], done.stdout
+    assert len(list(runs.iterdir())) == 2
+
+
+def test_rendezvous_values_are_left_to_the_user(repo: Path, out: Path) -> None:
+    argv = [
+        "torchrun", "--nnodes", "2", "--nproc-per-node", "1", "--node-rank", "0",
+        "--master-addr", "trainer-0.example", "--master-port=29500", "train.py", "--lr", "1",
+    ]  # fmt: skip
+    manifest = generate(repo, out / "m.json", *argv)
+    script = expdna("rerun", manifest, "--dry-run", cwd=repo).stdout
+    lines = script.rstrip("\n").splitlines()
+    assert lines[-1] == (
+        'torchrun --nnodes 2 --nproc-per-node 1 --node-rank "$NODE_RANK" --master-addr '
+        '"$MASTER_ADDR" --master-port="$MASTER_PORT" train.py --lr 1'
+    )
+    assert "#   MASTER_ADDR: --master-addr (recorded: trainer-0.example)" in lines
+    assert ': "${MASTER_PORT:?set MASTER_PORT for this allocation}"' in lines
+    done = expdna("rerun", manifest, "--confirm", "--trust-command", cwd=repo)
+    assert done.returncode == 1
+    assert refusals(done.stderr)[-1].endswith(
+        "set NODE_RANK, MASTER_ADDR, MASTER_PORT for this allocation (see rerun --dry-run)"
+    )
+
+
+def test_a_dna_prefix_of_runs_with_different_commands_is_ambiguous(
+    repo: Path, out: Path, tmp_path: Path
+) -> None:
+    store = {"EXPDNA_STORE": str(tmp_path / "store")}
+    a = generate(repo, out / "a.json", "python", "train.py", env=store)
+    b = generate(repo, out / "b.json", "python", "./train.py", env=store)
+    dna = json.loads(a.read_text())["dna"]["value"]
+    assert json.loads(b.read_text())["dna"]["value"] == dna
+    for m in (a, b):
+        assert expdna("record", m, cwd=repo, env=store).returncode == 0
+    done = expdna("rerun", dna[:12], "--dry-run", cwd=repo, env=store)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()
+    assert f"{dna[:12]}: ambiguous: 2 runs of this DNA with 2 different commands" in line
+    for m in (a, b):
+        run_id = json.loads(m.read_text())["run_id"]
+        assert run_id in line
+    assert "python train.py" in line and "python ./train.py" in line
+    one = json.loads(a.read_text())["run_id"]
+    assert expdna("rerun", one, "--dry-run", cwd=repo, env=store).returncode == 0
