@@ -54,10 +54,11 @@ def check_command(
     as_json: bool,
     no_data: bool,
 ) -> None:
-    """Check MANIFEST against this environment: command, code, config files, data, Python,
-    packages, GPU, CUDA stack.
+    """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
 
-    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
+    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store. The
+    command, its entry script, config files and datasets (unless --no-data) are checked
+    too.
 
     FAIL: a manifest edited after it was written (its DNA does not match its content), a
     command that does not match the recorded arguments, an entry script outside the
