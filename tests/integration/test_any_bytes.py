@@ -9,11 +9,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.factories import EXPDNA
+from tests.factories import EXPDNA, git
 
 ECHO = (
     "import os, sys; "
-    "sys.stdout.buffer.write(os.fsencode(sys.argv[1]) + b'|' + os.environb[b'NCCL_SOCKET_IFNAME'])"
+    "sys.stdout.buffer.write(os.fsencode(sys.argv[1]) + b'|' + os.environb[b'NCCL_ALGO'])\n"
 )
 
 
@@ -31,20 +31,24 @@ def run(cwd: Path | bytes, *args: str | bytes, env: dict[bytes, bytes] | None = 
 def test_non_utf8_argv_env_and_cwd_are_recorded_losslessly(repo: Path, tmp_path: Path) -> None:
     odd = os.path.join(os.fsencode(repo), b"caf\xe9-dir")
     os.mkdir(odd)
+    # rerun runs only a script a recorded repository holds (not `-c` code).
+    (repo / "echo.py").write_text(ECHO)
+    git(repo, "add", "echo.py")
+    git(repo, "commit", "-q", "-m", "echo")
     out = tmp_path / "m.json"
     done = run(
         odd,
         "generate", "--output", str(out), "--json", "--",
         # By name, not sys.executable: a path under $HOME is recorded as <HOME>/... and rerun
         # --confirm would rightly refuse it until filled in by hand.
-        "python3", "-c", ECHO, b"\xff\xfe-word", "--name", b"caf\xe9",
-        env={b"NCCL_SOCKET_IFNAME": b"eth\xff0"},
+        "python3", "../echo.py", b"\xff\xfe-word", "--name", b"caf\xe9",
+        env={b"NCCL_ALGO": b"eth\xff0"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     doc = json.loads(out.read_text(encoding="utf-8"))
-    assert doc["command"]["argv"][3] == "bytes:%FF%FE-word"
+    assert doc["command"]["argv"][2] == "bytes:%FF%FE-word"
     assert doc["config"]["resolved_args"]["name"] == "bytes:caf%E9"
-    assert doc["config"]["selected_env"]["NCCL_SOCKET_IFNAME"] == "bytes:eth%FF0"
+    assert doc["config"]["selected_env"]["NCCL_ALGO"] == "bytes:eth%FF0"
     assert doc["command"]["cwd"].startswith("bytes:")
     assert doc["command"]["cwd"].endswith("/caf%E9-dir")
 
@@ -54,7 +58,9 @@ def test_non_utf8_argv_env_and_cwd_are_recorded_losslessly(repo: Path, tmp_path:
     assert not [r for r in results if r["field"] == "dna"]
 
     # rerun --confirm hands the program the original bytes, argv and environment alike.
-    again = run(odd, "rerun", str(out), "--confirm", env={b"NCCL_SOCKET_IFNAME": b"other"})
+    again = run(
+        odd, "rerun", str(out), "--confirm", "--trust-command", env={b"NCCL_ALGO": b"other"}
+    )
     assert again.returncode == 0, again.stderr.decode(errors="replace")
     assert again.stdout.endswith(b"\xff\xfe-word|eth\xff0")
 

@@ -56,6 +56,14 @@ def generate(repo: Path, target: Path, *argv: str, env: dict[str, str] | None = 
     return target
 
 
+def committed(repo: Path, name: str, text: str) -> str:
+    """Commit a script into ``repo``: rerun runs only code a recorded repository holds."""
+    (repo / name).write_text(text)
+    git(repo, "add", name)
+    git(repo, "commit", "-q", "-m", f"add {name}")
+    return name
+
+
 def section_lines(stdout: str) -> dict[str, str]:
     return {line.split()[0]: line.split()[1] for line in stdout.splitlines()[:7]}
 
@@ -90,8 +98,9 @@ def test_check_json_and_extra_repos(repo: Path, out: Path, tmp_path: Path) -> No
     git(other, "commit", "-q", "--allow-empty", "-m", "lib")
     manifest = out / "m.json"
     done = expdna(
-        "generate", "--deadline", "60", "--output", manifest, "--repo", other, "--", "x", cwd=repo
-    )
+        "generate", "--deadline", "60", "--output", manifest, "--repo", other, "--",
+        "python", "train.py", cwd=repo,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
 
     with_lib = expdna("check", "--json", "--repo", other, manifest, cwd=repo)
@@ -168,9 +177,10 @@ def test_rerun_confirm_exits_with_the_command_status(repo: Path, out: Path, tmp_
     # The interpreter under $HOME is recorded as ~/venv/bin/python, which rerun expands.
     home, python = home_with_this_venv(tmp_path)
     env = {"HOME": str(home)}
-    manifest = generate(repo, out / "m.json", str(python), "-c", "raise SystemExit(3)", env=env)
+    script = committed(repo, "exit3.py", "raise SystemExit(3)\n")
+    manifest = generate(repo, out / "m.json", str(python), script, env=env)
     assert json.loads(manifest.read_text())["command"]["argv"][0] == f"~/venv/bin/{python.name}"
-    done = expdna("rerun", manifest, "--confirm", cwd=repo, env=env)
+    done = expdna("rerun", manifest, "--confirm", "--trust-command", cwd=repo, env=env)
     assert done.returncode == 3, done.stderr
     assert "verdict: PASS" in done.stderr
 
@@ -282,7 +292,8 @@ def test_bad_manifest_is_one_error_line_exit_2(tmp_path: Path, case: str, comman
 
 def test_check_fails_a_manifest_edited_after_it_was_written(repo: Path, out: Path) -> None:
     manifest = out / "m.json"
-    done = expdna("generate", "--deadline", "60", "--output", manifest, "--", "x", cwd=repo)
+    argv = ["python", "train.py"]
+    done = expdna("generate", "--deadline", "60", "--output", manifest, "--", *argv, cwd=repo)
     assert done.returncode == 0, done.stderr
     assert expdna("check", manifest, cwd=repo).returncode == 0
     doc = json.loads(manifest.read_text())

@@ -15,7 +15,7 @@ import pytest
 from expdna.compare.rerun import render_script
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict, write_manifest
-from tests.integration.test_compare_cli import expdna, generate
+from tests.integration.test_compare_cli import committed, expdna, generate
 from tests.integration.test_compare_cli import out as out  # the fixture
 
 BASH = shutil.which("bash")
@@ -37,19 +37,22 @@ def test_a_smuggled_sitecustomize_does_not_run(repo: Path, out: Path, tmp_path: 
     evil.mkdir()
     marker = tmp_path / "PWNED"
     (evil / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
-    code = "import os; print(os.environ.get('NCCL_DEBUG'), os.environ.get('PYTHONPATH'))"
-    manifest = generate(repo, out / "m.json", "python3", "-c", code)
+    code = "import os; print(os.environ.get('NCCL_ALGO'), os.environ.get('PYTHONPATH'))\n"
+    manifest = generate(repo, out / "m.json", "python3", committed(repo, "show.py", code))
 
     def smuggle(doc: dict[str, Any]) -> None:
         doc["config"]["selected_env"].update(
-            {"PYTHONPATH": str(evil), "LD_PRELOAD": str(evil / "x.so"), "NCCL_DEBUG": "WARN"}
+            {"PYTHONPATH": str(evil), "LD_PRELOAD": str(evil / "x.so"), "NCCL_ALGO": "Tree"}
         )
 
     resealed(manifest, smuggle)
     ours = str(tmp_path / "ours")  # the caller's own PYTHONPATH stays as it was
-    done = expdna("rerun", manifest, "--confirm", cwd=repo, env={"PYTHONPATH": ours})
+    done = expdna(
+        "rerun", manifest, "--confirm", "--trust-command", cwd=repo, env={"PYTHONPATH": ours}
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["WARN", ours]  # collectable applied; loaders never
+    assert done.stdout.split() == ["Tree", ours]  # allowed applied; loaders never
+    assert "did not apply 2 (PYTHONPATH, LD_PRELOAD" in done.stderr
     assert not marker.exists()
     script = expdna("rerun", manifest, "--dry-run", cwd=repo).stdout
     assert (
@@ -57,7 +60,7 @@ def test_a_smuggled_sitecustomize_does_not_run(repo: Path, out: Path, tmp_path: 
         "set it by hand" in script
     )
     assert f"#   only if you trust it: export PYTHONPATH={evil}" in script
-    assert "\nexport NCCL_DEBUG=WARN\n" in script and "\nexport PYTHONPATH" not in script
+    assert "\nexport NCCL_ALGO=Tree\n" in script and "\nexport PYTHONPATH" not in script
 
 
 @pytest.mark.parametrize("name", ["A=B", "NCCL_\x00X"])

@@ -71,7 +71,7 @@ def run_script(script: str, tmp_path: Path) -> list[str]:
     """
     path = tmp_path / "rerun.sh"
     path.write_text(
-        "python() { printf '%s\\0' \"$@\"; printf 'ENV=%s\\0' \"$HF_DATASETS_CACHE\"; }\n" + script
+        "python() { printf '%s\\0' \"$@\"; printf 'ENV=%s\\0' \"$NCCL_ALGO\"; }\n" + script
     )
     done = subprocess.run(
         ["/bin/sh", str(path)], cwd=tmp_path, env={"PATH": ""}, capture_output=True, check=True
@@ -82,10 +82,10 @@ def run_script(script: str, tmp_path: Path) -> list[str]:
 
 def test_every_word_survives_the_shell(tmp_path: Path) -> None:
     argv = ["python", "train.py", *NASTY]
-    env = {"HF_DATASETS_CACHE": "/data/hf cache/$(echo pwned > MARKER)'\""}
+    env = {"NCCL_ALGO": "/data/hf cache/$(echo pwned > MARKER)'\""}
     script = render_script(make(argv, config={"selected_env": env}))
     subprocess.run(["/bin/sh", "-n"], input=script.encode(), check=True)
-    assert run_script(script, tmp_path) == [*argv[1:], f"ENV={env['HF_DATASETS_CACHE']}"]
+    assert run_script(script, tmp_path) == [*argv[1:], f"ENV={env['NCCL_ALGO']}"]
 
 
 def test_command_line_is_shlex_join(tmp_path: Path) -> None:
@@ -96,14 +96,16 @@ def test_command_line_is_shlex_join(tmp_path: Path) -> None:
 
 
 def test_header_and_environment() -> None:
-    manifest = make(["python", "train.py"], config={"selected_env": {"NCCL_DEBUG": "INFO"}})
+    env = {"NCCL_ALGO": "Ring", "NCCL_DEBUG": "INFO"}
+    manifest = make(["python", "train.py"], config={"selected_env": env})
     script = render_script(manifest)
     assert script.startswith("#!/bin/sh\n")
     assert "# run:          20260805_143025_1c8e2fb_k3f9" in script
     assert manifest.dna is not None and f"# dna:          {short(manifest.dna.value)}" in script
     assert "# generated_at: 2026-08-05T14:30:25Z" in script
     assert "# cd /work/relax" in script
-    assert command_lines(script) == ["export NCCL_DEBUG=INFO", "python train.py"]
+    assert command_lines(script) == ["export NCCL_ALGO=Ring", "python train.py"]
+    assert "# NOT APPLIED: NCCL_DEBUG is in the manifest, but it is not on the allow-list" in script
 
 
 def test_expected_code_and_inline_patch(tmp_path: Path) -> None:
@@ -152,27 +154,28 @@ def test_newlines_in_recorded_text_cannot_escape_comments() -> None:
 
 def test_invalid_env_names_are_not_exported() -> None:
     script = render_script(
-        make(["x"], config={"selected_env": {"A;rm -rf /": "1", "NCCL_OK_1": "v"}})
+        make(["x"], config={"selected_env": {"A;rm -rf /": "1", "NCCL_ALGO": "v"}})
     )
-    assert command_lines(script) == ["export NCCL_OK_1=v", "x"]
+    assert command_lines(script) == ["export NCCL_ALGO=v", "x"]
     assert "is not a shell variable name" in script
 
 
 def test_redacted_words_are_flagged_above_the_command() -> None:
     argv = ["python", "train.py", "--api-key", "sk-proj-***", "--data", "<HOME>/data", "--ok"]
-    env = {"HF_TOKEN": "hf_***", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_HOST": "<internal-host>"}
+    env = {"HF_TOKEN": "hf_***", "NCCL_PROTO": "Si***", "NCCL_ALGO": "<internal-host>"}
     manifest = make(argv, config={"selected_env": env})
     lines = render_script(manifest).splitlines()
     command = lines.index(shlex.join(argv))
     assert lines[command - 2].startswith("# FILL IN BY HAND: argv[3] ('sk-proj-***')")
     assert lines[command - 1].startswith("# FILL IN BY HAND: argv[5] ('<HOME>/data')")
-    export = lines.index("export HF_TOKEN='hf_***'")
-    assert lines[export - 1] == "# FILL IN BY HAND: HF_TOKEN was redacted when recorded"
+    export = lines.index("export NCCL_PROTO='Si***'")
+    assert lines[export - 1] == "# FILL IN BY HAND: NCCL_PROTO was redacted when recorded"
+    assert "#   only if you trust it: export HF_TOKEN='hf_***'" in lines  # not applied
     assert [r.label for r in redacted_inputs(manifest)] == [
         "argv[3]",
         "argv[5]",
-        "env HF_TOKEN",
-        "env NCCL_HOST",
+        "env NCCL_PROTO",
+        "env NCCL_ALGO",
     ]
 
 
@@ -203,24 +206,33 @@ def test_refusal_names_failed_fields_and_redacted_inputs(tmp_path: Path) -> None
             CheckResult("gpu_model", "hardware.gpu_model", "FAIL", "H100", "A100"),
         )
     )
-    assert refusal_reasons(make(argv), failed) == [
-        "check FAILs on code.relax.commit, hardware.gpu_model"
+    assert refusal_reasons(make(argv), failed, trust_command=True) == [
+        "check FAILs on code.relax.commit",
+        "check FAILs on hardware.gpu_model",
     ]
-    with pytest.raises(RefusedError, match=r"code\.relax\.commit, hardware\.gpu_model"):
-        rerun_confirmed(make(argv), report=failed)
+    assert refusal_reasons(make(argv), PASSED) == [
+        "command.argv: DNA version 2 does not cover the command; give --trust-command to "
+        "run it as recorded"
+    ]
+    with pytest.raises(RefusedError, match=r"refusing to rerun: check FAILs on code\.relax"):
+        rerun_confirmed(make(argv), report=failed, trust_command=True)
     redacted = make([*argv, "--token", "ghp_***"])
     with pytest.raises(RefusedError, match=r"filled in by hand: argv\[4\]") as caught:
-        rerun_confirmed(redacted, report=PASSED)
+        rerun_confirmed(redacted, report=PASSED, trust_command=True)
     assert caught.value.exit_code == 1
     assert not marker.exists()
 
 
 def test_confirmed_run_passes_exit_status_and_environment(tmp_path: Path) -> None:
     out = tmp_path / "env.txt"
-    code = f"import os,sys; open({str(out)!r},'w').write(os.environ['NCCL_DEBUG']); sys.exit(3)"
-    manifest = make([sys.executable, "-c", code], config={"selected_env": {"NCCL_DEBUG": "WARN"}})
-    assert rerun_confirmed(manifest, cwd=tmp_path, report=PASSED) == 3
-    assert out.read_text() == "WARN"
+    code = (
+        f"import os,sys; open({str(out)!r},'w').write(os.environ['NCCL_ALGO'] + "
+        "str(os.environ.get('NCCL_DEBUG'))); sys.exit(3)"
+    )
+    env = {"NCCL_ALGO": "Tree", "NCCL_DEBUG": "WARN"}
+    manifest = make([sys.executable, "-c", code], config={"selected_env": env})
+    assert rerun_confirmed(manifest, cwd=tmp_path, report=PASSED, trust_command=True) == 3
+    assert out.read_text() == "TreeNone"  # NCCL_DEBUG is not on the allow-list
 
 
 def test_missing_program_is_a_launch_error(tmp_path: Path) -> None:
@@ -268,11 +280,9 @@ def test_own_home_is_expanded_and_other_homes_stay_redacted(
 
     manifest = make(doc["command"]["argv"], config=doc["config"], collection={"redacted": redacted})
     assert [r.label for r in redacted_inputs(manifest)] == ["argv[2]"]
-    lines = command_lines(render_script(manifest))
-    assert lines == [
-        'export NCCL_DEBUG_FILE="$HOME"/nccl.%h:/opt/n',
-        '"$HOME"/venv/bin/train --out="$HOME"/runs \'<HOME>/x\'',
-    ]
+    script = render_script(manifest)
+    assert command_lines(script) == ['"$HOME"/venv/bin/train --out="$HOME"/runs \'<HOME>/x\'']
+    assert '#   only if you trust it: export NCCL_DEBUG_FILE="$HOME"/nccl.%h:/opt/n' in script
 
 
 def test_confirmed_run_expands_the_own_home(
@@ -289,5 +299,5 @@ def test_confirmed_run_expands_the_own_home(
         ["~/bin/show", "--data=~/data", str(out)],
         config={"selected_env": {"NCCL_DEBUG_FILE": "~/w:~/v"}},
     )
-    assert rerun_confirmed(manifest, report=PASSED) == 0
-    assert out.read_text() == f"--data={home}/data|{home}/w:{home}/v"
+    assert rerun_confirmed(manifest, report=PASSED, trust_command=True) == 0
+    assert out.read_text() == f"--data={home}/data|"  # a location variable is not applied

@@ -43,23 +43,33 @@ def verdict_line(report: CheckReport) -> str:
     is_flag=True,
     help='Print {"verdict", "results": [{"rule", "field", "status", "recorded", "current"}]}.',
 )
+@click.option("--no-data", "no_data", is_flag=True, help="Do not re-digest recorded datasets.")
 @pass_config
 @click.pass_context
 def check_command(
-    ctx: click.Context, config: StoreConfig, manifest: Path, repos: tuple[Path, ...], as_json: bool
+    ctx: click.Context,
+    config: StoreConfig,
+    manifest: Path,
+    repos: tuple[Path, ...],
+    as_json: bool,
+    no_data: bool,
 ) -> None:
     """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
 
-    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store.
+    MANIFEST is a file, or a run id / DNA prefix (>= 6 hex) recorded in the store. The
+    command, its entry script, config files and datasets (unless --no-data) are checked
+    too.
 
-    FAIL: a manifest edited after it was written (its DNA does not match its content),
-    another commit or patch, another GPU model, another Python/CUDA/torch major.
+    FAIL: a manifest edited after it was written (its DNA does not match its content), a
+    command that does not match the recorded arguments, an entry script outside the
+    recorded repositories (or no code recorded), another commit or patch, a changed or
+    missing config file or dataset, another GPU model, another Python/CUDA/torch major.
     WARN: another minor version, driver, VBIOS, NCCL, cuDNN or package version, a value
     that cannot be read here, or a manifest that recorded nothing to check.
     Exit 0 without FAIL, 1 with any FAIL.
     """
     recorded = load_manifests([str(manifest)], config)[0]
-    report = check_live(recorded, cwd=Path.cwd(), repos=repos)
+    report = check_live(recorded, cwd=Path.cwd(), repos=repos, data=not no_data)
     if as_json:
         emit_json(report.to_dict())
     else:

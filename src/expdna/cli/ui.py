@@ -38,12 +38,23 @@ def is_loopback(host: str) -> bool:
     "--port", type=click.IntRange(0, 65535), default=5310, show_default=True, help="Port."
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also serve requests addressed to NAME (repeatable), e.g. this machine's name.",
+)
 @pass_config
-def ui_command(config: StoreConfig, host: str, port: int, open_browser: bool) -> None:
+def ui_command(
+    config: StoreConfig, host: str, port: int, open_browser: bool, allow_hosts: tuple[str, ...]
+) -> None:
     """Serve a read-only web view of the store: runs, DNAs, diffs, the fleet.
 
     Needs the ui extra (pip install 'expdna[ui]'). Binds 127.0.0.1 unless --host says
-    otherwise. No page or API call writes to the store.
+    otherwise. No page or API call writes to the store. Only requests addressed to
+    localhost, 127.0.0.1, [::1], the --host value or an --allow-host NAME are served;
+    any other Host header gets 400 (a DNS-rebinding page cannot read the store).
     """
     missing = missing_modules()
     if missing:
@@ -54,8 +65,10 @@ def ui_command(config: StoreConfig, host: str, port: int, open_browser: bool) ->
     import uvicorn
 
     from expdna.ui.app import create_app
+    from expdna.ui.hosts import allowed_hosts
 
-    app = create_app(config)  # opens the store read-only: a missing store is exit 2 here
+    # Opens the store read-only: a missing store is exit 2 here.
+    app = create_app(config, hosts=allowed_hosts(host, allow_hosts))
     if not is_loopback(host):
         click.echo(
             f"expdna: warning: binding {host}: the page is reachable from other machines "

@@ -12,20 +12,24 @@ name. Conventions every rule keeps, so the output reads the same everywhere:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from pathlib import Path
+from typing import Any
 
 from expdna.compare import versions
-from expdna.compare.repos import match_repos
+from expdna.compare.command_check import rule_command
+from expdna.compare.entry import entry_findings
+from expdna.compare.findings import ABSENT as ABSENT
+from expdna.compare.findings import STATUSES as STATUSES
+from expdna.compare.findings import Finding as Finding
+from expdna.compare.findings import Status as Status
+from expdna.compare.inputs import config_findings, data_findings
+from expdna.compare.repos import live_tops, match_repos
 from expdna.manifest.dna import compute_dna, verify_dna
 from expdna.manifest.model import Manifest, Repo
 
-Status = Literal["PASS", "WARN", "FAIL"]
-STATUSES: tuple[Status, ...] = ("FAIL", "WARN", "PASS")
-
-#: Markers for facts that are not values: the thing is known to be missing, or clean.
-ABSENT = "(absent)"
+#: Markers for facts that are not values: the thing is known to be clean.
 CLEAN = "(clean)"
 DIRTY_NO_PATCH = "(dirty, no patch)"
 NO_GPU = "(none)"
@@ -35,17 +39,6 @@ LIVE_SECTIONS = frozenset({"code", "environment", "hardware"})
 LIVE_DEADLINE_S = 30.0
 #: Packages with a rule of their own; the generic package rule leaves them alone.
 _OWN_RULE_PACKAGES = frozenset({"torch"})
-
-
-class Finding(NamedTuple):
-    """What a rule says about one field."""
-
-    field: str
-    status: Status
-    recorded: str | None
-    current: str | None
-    #: Why, in words, where the two values alone do not say it.
-    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -318,6 +311,7 @@ def default_rules() -> RuleSet:
     """The built-in rules, in the order their results are shown."""
     rules = RuleSet()
     rules.add("dna", rule_dna)
+    rules.add("command", rule_command)
     rules.add("collected", rule_collected)
     rules.add("unknown", rule_unknown)
     rules.add("commit", rule_commit)
@@ -365,6 +359,40 @@ def collect_live(
     return collect(cwd=cwd, repos=repos, collectors=names, registry=registry, deadline_s=deadline_s)
 
 
+@dataclass(frozen=True)
+class LiveContext:
+    """What the live rules read besides the two manifests: where things are here."""
+
+    cwd: Path
+    #: ``{live repository name: top level}`` (see :func:`expdna.compare.repos.live_tops`).
+    tops: Mapping[str, Path]
+    #: Whether recorded datasets are re-digested (``check --no-data`` turns it off).
+    data: bool = True
+
+
+LiveRule = Callable[[Manifest, Manifest, LiveContext], Iterable[Finding]]
+
+
+def _live_entry(recorded: Manifest, current: Manifest, ctx: LiveContext) -> Iterable[Finding]:
+    return entry_findings(recorded, current, ctx.cwd, ctx.tops)
+
+
+def _live_config(recorded: Manifest, current: Manifest, ctx: LiveContext) -> Iterable[Finding]:
+    return config_findings(recorded, current, ctx.tops)
+
+
+def _live_data(recorded: Manifest, current: Manifest, ctx: LiveContext) -> Iterable[Finding]:
+    return data_findings(recorded) if ctx.data else ()
+
+
+#: Rules that look at this machine's files (the entry script, config files, datasets).
+LIVE_RULES: dict[str, LiveRule] = {
+    "entry": _live_entry,
+    "config_files": _live_config,
+    "data": _live_data,
+}
+
+
 def check_live(
     recorded: Manifest,
     *,
@@ -372,7 +400,18 @@ def check_live(
     repos: Iterable[str | os.PathLike[str]] = (),
     deadline_s: float = LIVE_DEADLINE_S,
     rules: RuleSet | None = None,
+    data: bool = True,
 ) -> CheckReport:
-    """``recorded`` against this machine: the repo containing ``cwd`` plus ``repos``."""
-    current = collect_live(cwd=cwd, repos=repos, deadline_s=deadline_s)
-    return check_manifest(recorded, current, rules=rules)
+    """``recorded`` against this machine: the repo containing ``cwd`` plus ``repos``, the
+    command's entry, the config files and (``data``) the datasets it recorded."""
+    where = Path(cwd) if cwd is not None else Path.cwd()
+    repos = list(repos)
+    current = collect_live(cwd=where, repos=repos, deadline_s=deadline_s)
+    report = check_manifest(recorded, current, rules=rules)
+    ctx = LiveContext(cwd=where, tops=live_tops(where, repos), data=data)
+    live = [
+        CheckResult(rule=name, **finding._asdict())
+        for name, rule in LIVE_RULES.items()
+        for finding in rule(recorded, current, ctx)
+    ]
+    return CheckReport(report.results + tuple(live))

@@ -25,8 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from expdna.collectors.config import ENV_NAMES, ENV_PREFIXES
 from expdna.compare.check import CheckReport, check_live
+from expdna.compare.command_check import argv_disagreements, command_in_dna
+from expdna.compare.env_policy import is_applied, not_applied_reason
+from expdna.compare.relaunch import SCRIPT_INTERPRETER, Relaunch, plan
 from expdna.errors import ExpdnaError, InvalidInputError, RefusedError
 from expdna.manifest.dna import compute_dna, short
 from expdna.manifest.escape import is_escaped, to_bytes, to_os_str
@@ -37,52 +39,10 @@ REDACTION_MARKS: tuple[str, ...] = ("***", "<HOME>", "<internal-address>", "<int
 _SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATCH_PREFIX = "#| "
 
-#: Variables that change which code a process loads: never applied from a manifest, even
-#: where a whitelisted prefix would collect them (the script shows them to set by hand).
-LOADER_VARIABLES: frozenset[str] = frozenset(
-    {
-        "PATH",
-        "PYTHONPATH",
-        "PYTHONSTARTUP",
-        "PYTHONHOME",
-        "PYTHONUSERBASE",
-        "PYTHONSAFEPATH",
-        "PYTHONPLATLIBDIR",
-        "PYTHONEXECUTABLE",
-        "PYTHONINSPECT",
-        "PYTHONBREAKPOINT",
-        "PYTHONWARNINGS",
-        "BASH_ENV",
-        "ENV",
-        "IFS",
-        "PERL5LIB",
-        "PERL5OPT",
-        "RUBYOPT",
-        "NODE_OPTIONS",
-        "JAVA_TOOL_OPTIONS",
-        "HF_HOME",
-        "HF_MODULES_CACHE",
-        "TORCH_HOME",
-        "TORCH_EXTENSIONS_DIR",
-        "RAY_RUNTIME_ENV_HOOK",
-        "RAY_START_HOOK",
-    }
-)
-#: Prefixes of loader variables (the dynamic linker's, on Linux and macOS).
-LOADER_PREFIXES: tuple[str, ...] = ("LD_", "DYLD_")
-
-
-def is_loader_variable(name: str) -> bool:
-    return name in LOADER_VARIABLES or name.startswith(LOADER_PREFIXES)
-
-
-def is_collectable(name: str) -> bool:
-    """Whether the environment collector would have recorded ``name`` at all."""
-    return name in ENV_NAMES or name.startswith(ENV_PREFIXES)
-
 
 def applied_env(manifest: Manifest) -> dict[str, str]:
-    """The recorded variables ``--confirm`` applies: collectable, not loader variables.
+    """The recorded variables ``--confirm`` applies: those on the allow-list
+    (:mod:`expdna.compare.env_policy`).
 
     Raises :class:`InvalidInputError` for a name no environment can hold (``=``, NUL) and
     for a value holding NUL.
@@ -95,13 +55,18 @@ def applied_env(manifest: Manifest) -> dict[str, str]:
                 f"config.selected_env: {_one_line(repr(name))} is not an environment "
                 "variable name (empty, or holds '=' or NUL)"
             )
-        if not is_collectable(key) or is_loader_variable(key):
+        if not is_applied(key):
             continue
         text = to_os_str(expand_home(value))  # `~`: the recording user's home is ours
         if "\x00" in text:
             raise InvalidInputError(f"config.selected_env.{key}: the value holds a NUL character")
         applied[key] = text
     return applied
+
+
+def not_applied_env(manifest: Manifest) -> list[str]:
+    """The recorded variable names ``--confirm`` leaves out, in the manifest's order."""
+    return [name for name in manifest.config.selected_env if not is_applied(name)]
 
 
 class LaunchError(ExpdnaError):
@@ -130,17 +95,17 @@ def _is_redacted(value: str, path: str, redacted: set[str]) -> bool:
 
 
 def redacted_inputs(manifest: Manifest) -> list[RedactedInput]:
-    """The argv words and environment values that must be filled in by hand."""
+    """The argv words and applied environment values that must be filled in by hand."""
     listed = set(manifest.collection.redacted)
     found = [
         RedactedInput(f"command.argv.{i}", f"argv[{i}]", word)
         for i, word in enumerate(manifest.command.argv)
         if _is_redacted(word, f"command.argv.{i}", listed)
     ]
-    found += [
+    found += [  # a variable --confirm does not apply is no input of the rerun
         RedactedInput(f"config.selected_env.{name}", f"env {name}", value)
         for name, value in manifest.config.selected_env.items()
-        if _is_redacted(value, f"config.selected_env.{name}", listed)
+        if is_applied(name) and _is_redacted(value, f"config.selected_env.{name}", listed)
     ]
     return found
 
@@ -276,6 +241,41 @@ def shell_word(word: str) -> str:
     return "$'" + "".join(parts) + "'"
 
 
+def _command_lines(manifest: Manifest, launch: Relaunch, listed: set[str]) -> list[str]:
+    """The rebuilt command, with the lines a person must read before it."""
+    out: list[str] = []
+    if launch.needs_interpreter:
+        out.append(
+            "# The run recorded its script without an interpreter (sys.argv, as an older "
+            f"hook records it): {SCRIPT_INTERPRETER} is assumed."
+        )
+    rendezvous = {r.index: r for r in launch.rendezvous}
+    if rendezvous:
+        out.append("# Per-allocation rendezvous values: set these for the allocation you run in.")
+        for r in launch.rendezvous:
+            shown = _one_line(shlex.quote(r.recorded))
+            out.append(f"#   {r.variable}: {_one_line(r.option)} (recorded: {shown})")
+        names = dict.fromkeys(r.variable for r in launch.rendezvous)
+        out += [f': "${{{name}:?set {name} for this allocation}}"' for name in names]
+    for i, word in enumerate(manifest.command.argv):
+        if i not in rendezvous and _is_redacted(word, f"command.argv.{i}", listed):
+            out.append(
+                f"# FILL IN BY HAND: argv[{i}] ({_one_line(shlex.quote(word))}) "
+                "was redacted when recorded"
+            )
+    words = [shell_word(SCRIPT_INTERPRETER)] if launch.needs_interpreter else []
+    for i, word in enumerate(manifest.command.argv):
+        value = rendezvous.get(i)
+        if value is None:
+            words.append(_home_word(word))
+        elif value.attached:
+            words.append(f'{shell_word(value.option + "=")}"${value.variable}"')
+        else:
+            words.append(f'"${value.variable}"')
+    out.append(" ".join(words))
+    return out
+
+
 def render_script(manifest: Manifest) -> str:
     """The POSIX shell script that would rerun ``manifest``, for a person to review."""
     listed = set(manifest.collection.redacted)
@@ -297,7 +297,7 @@ def render_script(manifest: Manifest) -> str:
         for name, repo in manifest.code.items():
             out += _repo_lines(name, repo)
     else:
-        out.append("# No git repository was recorded.")
+        out.append("# No code was recorded: rerun --confirm refuses to run this command.")
     out.append("#")
     if manifest.command.cwd:
         out.append("# Working directory of the original run:")
@@ -309,46 +309,81 @@ def render_script(manifest: Manifest) -> str:
             out.append(f"# skipped: {_one_line(repr(name))} is not a shell variable name")
             continue
         line = f"export {name}={_home_word(value)}"
-        if is_loader_variable(name) or not is_collectable(name):
-            why = (
-                "it changes what code loads"
-                if is_loader_variable(name)
-                else "expdna never collects it"
-            )
+        why = not_applied_reason(name)
+        if why is not None:
             out.append(f"# NOT APPLIED: {name} is in the manifest, but {why}; set it by hand")
             out.append(f"#   only if you trust it: {_one_line(line)}")
             continue
         if _is_redacted(value, f"config.selected_env.{name}", listed):
             out.append(f"# FILL IN BY HAND: {name} was redacted when recorded")
         out.append(line)
-    argv = manifest.command.argv
-    if not argv:
+    if not manifest.command.argv:
         out.append("# No command was recorded: there is no command to rerun.")
         return "\n".join(out) + "\n"
-    for i, word in enumerate(argv):
-        if _is_redacted(word, f"command.argv.{i}", listed):
-            out.append(
-                f"# FILL IN BY HAND: argv[{i}] ({_one_line(shlex.quote(word))}) "
-                "was redacted when recorded"
-            )
-    out.append(" ".join(_home_word(word) for word in argv))
+    if not command_in_dna(manifest):
+        version = manifest.dna.version if manifest.dna else "(none)"
+        out.append(
+            f"# The command is outside this manifest's DNA (version {version}): "
+            "rerun --confirm needs --trust-command."
+        )
+    out += _command_lines(manifest, plan(manifest.command.argv), listed)
     return "\n".join(out) + "\n"
 
 
-def refusal_reasons(manifest: Manifest, report: CheckReport) -> list[str]:
-    """Why ``--confirm`` must not run ``manifest`` after ``report``; empty when it may."""
-    reasons = []
-    failed = report.failures()
-    if failed:
-        reasons.append("check FAILs on " + ", ".join(r.field for r in failed))
-    redacted = redacted_inputs(manifest)
+def refusal_reasons(
+    manifest: Manifest, report: CheckReport, *, trust_command: bool = False
+) -> list[str]:
+    """Why ``--confirm`` must not run ``manifest`` after ``report``; empty when it may.
+
+    One reason per line: each FAIL, then the command's trust, then redacted inputs."""
+    # --trust-command answers for the command words the DNA does not cover, and no more.
+    trusted = trust_command and not command_in_dna(manifest)
+    reasons = [
+        f"{r.field}: {r.note}" if r.note else f"check FAILs on {r.field}"
+        for r in report.failures()
+        if not (trusted and r.rule == "command")
+    ]
+    if not command_in_dna(manifest) and not trust_command:
+        version = manifest.dna.version if manifest.dna else "(none)"
+        reasons.append(
+            f"command.argv: DNA version {version} does not cover the command; "
+            "give --trust-command to run it as recorded"
+        )
+    launch = plan(manifest.command.argv)
+    values = {f"command.argv.{r.index}" for r in launch.rendezvous}
+    redacted = [r for r in redacted_inputs(manifest) if r.path not in values]
     if redacted:
         reasons.append(
             "redacted values must be filled in by hand: "
             + ", ".join(r.label for r in redacted)
             + " (see rerun --dry-run)"
         )
+    missing = launch.missing(os.environ)
+    if missing:
+        reasons.append(
+            "per-allocation rendezvous values: set "
+            + ", ".join(missing)
+            + " for this allocation (see rerun --dry-run)"
+        )
     return reasons
+
+
+def trusted_command_line(manifest: Manifest) -> str | None:
+    """What ``--trust-command`` trusts, in words, for stderr; None where the DNA covers
+    the command and there is nothing to trust."""
+    if command_in_dna(manifest):
+        return None
+    version = manifest.dna.version if manifest.dna else "(none)"
+    words = " ".join(shell_word(word) for word in manifest.command.argv)
+    line = (
+        f"rerun: --trust-command: running command.argv as recorded, which DNA version "
+        f"{version} does not cover: {_one_line(words)}"
+    )
+    found = argv_disagreements(manifest)
+    if found:
+        line += f" (trusted although it does not match config.resolved_args: {found[0]}"
+        line += f", and {len(found) - 1} more)" if len(found) > 1 else ")"
+    return _one_line(line)
 
 
 def _wait(proc: subprocess.Popen[bytes]) -> int:
@@ -369,18 +404,23 @@ def run_recorded(
     cwd: str | os.PathLike[str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> int:
-    """Run the recorded argv (no shell) with the recorded environment over ours.
+    """Run the rebuilt command (no shell) with the allowed recorded variables over ours.
 
     No timeout: this is the training run itself, as long as it takes.
     """
-    # Words recorded in the escaped form get their original bytes back; `~` is our home.
-    argv = [to_os_str(expand_home(word)) for word in manifest.command.argv]
-    if not argv:
+    if not manifest.command.argv:
         raise RefusedError("no command was recorded: there is nothing to rerun")
+    base = os.environ if environ is None else environ
+    launch = plan(manifest.command.argv)
+    missing = launch.missing(base)
+    if missing:
+        raise RefusedError(f"set {', '.join(missing)} for this allocation first")
+    # Words recorded in the escaped form get their original bytes back; `~` is our home.
+    argv = [to_os_str(expand_home(word)) for word in launch.resolved(base)]
     for i, word in enumerate(argv):
         if "\x00" in word:
             raise InvalidInputError(f"command.argv.{i}: holds a NUL character")
-    env = {**(os.environ if environ is None else environ), **applied_env(manifest)}
+    env = {**base, **applied_env(manifest)}
     try:
         proc = subprocess.Popen(argv, env=env, cwd=cwd)
     except OSError as exc:
@@ -395,8 +435,11 @@ def rerun_confirmed(
     cwd: str | os.PathLike[str] | None = None,
     repos: Iterable[str | os.PathLike[str]] = (),
     report: CheckReport | None = None,
+    trust_command: bool = False,
+    data: bool = True,
 ) -> int:
-    """Check ``manifest`` here, refuse on a FAIL or a redacted input, else run it.
+    """Check ``manifest`` here, refuse on a FAIL, an untrusted command or a redacted input,
+    else run it.
 
     Returns the command's exit status; raises :class:`RefusedError` naming every reason.
     """
@@ -405,20 +448,25 @@ def rerun_confirmed(
     verify_dna(manifest)
     applied_env(manifest)  # a bad name is refused before the check runs anything
     if report is None:
-        report = check_live(manifest, cwd=cwd, repos=repos)
-    reasons = refusal_reasons(manifest, report)
+        report = check_live(manifest, cwd=cwd, repos=repos, data=data)
+    reasons = refusal_reasons(manifest, report, trust_command=trust_command)
     if reasons:
-        raise RefusedError("refusing to rerun: " + "; ".join(reasons))
+        raise RefusedError("\n".join(f"refusing to rerun: {r}" for r in reasons))
     return run_recorded(manifest, cwd=cwd)
 
 
 def verify_dna(manifest: Manifest) -> None:
-    """Refuse (exit 2) a manifest without a DNA or whose content no longer hashes to it."""
+    """Refuse (exit 2) a manifest without a DNA or whose content no longer hashes to it
+    (recomputed in the version it names, so older manifests still verify)."""
+    from expdna.manifest.dna import verify_dna as recompute
     from expdna.store.errors import DnaMismatchError
 
     if manifest.dna is None:
         raise DnaMismatchError(f"run {manifest.run_id}: no dna.value to verify the manifest by")
-    computed = compute_dna(manifest).value
+    try:
+        computed = recompute(manifest).value
+    except ValueError as exc:
+        raise DnaMismatchError(f"run {manifest.run_id}: {exc}") from None
     if computed != manifest.dna.value:
         raise DnaMismatchError(
             f"run {manifest.run_id}: dna.value {short(manifest.dna.value)} does not match the "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -150,9 +150,13 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return response
 
 
-def create_app(config: StoreConfig) -> Starlette:
-    """The web view over the store ``config`` names, opened read-only now."""
+def create_app(config: StoreConfig, *, hosts: Iterable[str] | None = None) -> Starlette:
+    """The web view over the store ``config`` names, opened read-only now.
+
+    Only requests whose ``Host`` is one of ``hosts`` are served (default: the loopback
+    names; see :mod:`expdna.ui.hosts`), any other gets 400."""
     from expdna.ui import api, pages
+    from expdna.ui.hosts import HostCheck, allowed_hosts
 
     store = Store.from_config(config, read_only=True)
 
@@ -171,4 +175,6 @@ def create_app(config: StoreConfig) -> Starlette:
     )
     app.state.store = store
     app.add_middleware(SecurityHeaders)
+    # Added last, so outermost: a foreign Host is answered before anything reads the store.
+    app.add_middleware(HostCheck, hosts=allowed_hosts() if hosts is None else hosts)
     return app

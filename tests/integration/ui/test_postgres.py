@@ -34,7 +34,7 @@ def test_every_page_answers_over_postgresql(pg_store: Store, pg_url: str) -> Non
     config = StoreConfig(path=pg_store.root, index_url=pg_url)
     seed = runs[-1]
     assert seed.dna is not None
-    with TestClient(create_app(config)) as client:
+    with TestClient(create_app(config), base_url="http://localhost") as client:
         for url in (
             "/",
             "/?where=hardware.driver_version=550.54.15",

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Using `httpx`")
 def client(ui_store: UiStore) -> Iterator[TestClient]:
     from expdna.ui.app import create_app
 
-    with TestClient(create_app(ui_store.config)) as c:
+    with TestClient(create_app(ui_store.config), base_url="http://localhost") as c:
         yield c
 
 
@@ -332,7 +332,9 @@ def test_a_large_group_is_a_box_plot_not_a_dot_per_run(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s") as store:
         store.record_many([manifest_of(d) for d in docs])
         prefix = store.runs(limit=1)[0].dna[:12]
-    with TestClient(create_app(StoreConfig(path=tmp_path / "s"))) as client:
+    with TestClient(
+        create_app(StoreConfig(path=tmp_path / "s")), base_url="http://localhost"
+    ) as client:
         html = client.get(f"/dna/{prefix}").text
     assert html.count('<g class="quartiles">') == 2  # the DNA and its family
     assert '<circle class="dot"' not in html and "101 runs: min, quartiles, max" in html
@@ -358,7 +360,9 @@ def test_run_page_names_the_mlflow_and_wandb_runs_and_links_only_an_http_server(
     with Store.open(tmp_path / "s") as store:
         results = store.record_many([manifest_of(tied), manifest_of(hostile)])
     ids = [r.run_id for r in results]
-    with TestClient(create_app(StoreConfig(path=tmp_path / "s"))) as client:
+    with TestClient(
+        create_app(StoreConfig(path=tmp_path / "s")), base_url="http://localhost"
+    ) as client:
         page = client.get(f"/runs/{ids[0]}").text
         other = client.get(f"/runs/{ids[1]}").text
     assert '<a href="http://mlf:5000/#/experiments/7/runs/abc123">abc123</a>' in page
