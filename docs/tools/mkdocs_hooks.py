@@ -2,7 +2,8 @@
 
 The pages link to files of the repository outside ``docs/`` (``../../examples/train_tiny.py``)
 so that they work where Markdown is read in the repository; a built site has no such files,
-so those links become the path in code, never a broken link.
+so those links become the path in code, never a broken link. A link to a section of one of
+the old single pages (``guide.md#5-redaction``) goes to the page that now holds that section.
 """
 
 from __future__ import annotations
@@ -32,4 +33,57 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             path = f"docs/{posixpath.normpath(posixpath.join(here, url))}/"
         return text if text.strip("`") == path.rstrip("/") else f"{text} (`{path}`)"
 
-    return _LINK.sub(outside, markdown)
+    return _moved_links(_LINK.sub(outside, markdown), page, config)
+
+
+#: The old single pages; a link to one of their sections is sent to the page that now has it.
+_OLD_PAGES = ("guide.md", "integration.md", "collectors.md")
+_OLD_LINK = re.compile(r"\]\(((?:\.\./)*)(guide|integration|collectors)\.md#([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6} (.*?)(?: \{#([\w-]+)\})?\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_anchors: dict[str, dict[str, str]] = {}
+
+
+def _anchor_index(config: Any, lang: str) -> dict[str, str]:
+    """``{anchor: page}`` over one language's pages (headings' slugs and ``{#id}``)."""
+    if lang not in _anchors:
+        from pathlib import Path
+
+        from markdown.extensions.toc import slugify
+
+        root = Path(config["docs_dir"]) / lang
+        index: dict[str, str] = {}
+        for path in sorted(root.rglob("*.md")):
+            page = path.relative_to(root).as_posix()
+            if page in _OLD_PAGES:
+                continue
+            fenced = False
+            for line in path.read_text(encoding="utf-8").split("\n"):
+                if _FENCE.match(line):
+                    fenced = not fenced
+                heading = None if fenced else _HEADING.match(line)
+                if heading:
+                    text = re.sub(r"[`*]", "", heading.group(1))
+                    for anchor in (heading.group(2), slugify(text, "-")):
+                        if anchor:
+                            index.setdefault(anchor, page)
+        _anchors[lang] = index
+    return _anchors[lang]
+
+
+def _moved_links(markdown: str, page: Any, config: Any) -> str:
+    lang, _, rest = page.file.src_uri.partition("/")
+    here = posixpath.dirname(rest)
+
+    def moved(match: re.Match[str]) -> str:
+        index, anchor = _anchor_index(config, lang), match.group(3)
+        target = index.get(anchor)
+        if target is None:  # a numbered section ("5-redaction") is now a page's title
+            anchor = re.sub(r"^\d+-", "", anchor)
+            target = index.get(anchor)
+        if target is None:
+            return match.group(0)
+        rel = posixpath.relpath(target, here or ".")
+        return f"]({rel}#{anchor})"
+
+    return _OLD_LINK.sub(moved, markdown)
