@@ -36,26 +36,55 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return _moved_links(_LINK.sub(outside, markdown), page, config)
 
 
-#: The old single pages; a link to one of their sections is sent to the page that now has it.
-_OLD_PAGES = ("guide.md", "integration.md", "collectors.md")
+# A link to a section of an old single page is sent to the page that now has it.
 _OLD_LINK = re.compile(r"\]\(((?:\.\./)*)(guide|integration|collectors)\.md#([^)\s]+)\)")
 _HEADING = re.compile(r"^#{1,6} (.*?)(?: \{#([\w-]+)\})?\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_anchors: dict[str, dict[str, str]] = {}
+#: The pages each old single page was split into (an anchor like ``s5`` was on several).
+_SPLIT_FROM = {
+    "guide": (
+        "index.md",
+        "getting-started.md",
+        "concepts/manifest.md",
+        "concepts/dna.md",
+        "concepts/family.md",
+        "dna-spec.md",
+        "security.md",
+        "reference/python-api.md",
+        *(
+            f"commands/{n}.md"
+            for n in ("index", "generate", "diff", "check", "rerun", "errors", "ui")
+        ),
+    ),
+    "integration": (
+        *(
+            f"integrations/{n}.md"
+            for n in ("hook", "ray", "checkpoints", "walkthrough", "frameworks")
+        ),
+        "concepts/store.md",
+        "team-setup.md",
+        "commands/stability.md",
+    ),
+    "collectors": (
+        *(f"collectors/{n}.md" for n in ("index", "plugins", "built-in", "speed")),
+        "commands/data.md",
+    ),
+}
+_anchors: dict[tuple[str, str], dict[str, str]] = {}
 
 
-def _anchor_index(config: Any, lang: str) -> dict[str, str]:
-    """``{anchor: page}`` over one language's pages (headings' slugs and ``{#id}``)."""
-    if lang not in _anchors:
+def _anchor_index(config: Any, lang: str, old: str) -> dict[str, str]:
+    """``{anchor: page}`` over the pages one old page became (headings' slugs, ``{#id}``)."""
+    if (lang, old) not in _anchors:
         from pathlib import Path
 
         from markdown.extensions.toc import slugify
 
         root = Path(config["docs_dir"]) / lang
         index: dict[str, str] = {}
-        for path in sorted(root.rglob("*.md")):
-            page = path.relative_to(root).as_posix()
-            if page in _OLD_PAGES:
+        for page in _SPLIT_FROM[old]:
+            path = root / page
+            if not path.is_file():
                 continue
             fenced = False
             for line in path.read_text(encoding="utf-8").split("\n"):
@@ -67,8 +96,8 @@ def _anchor_index(config: Any, lang: str) -> dict[str, str]:
                     for anchor in (heading.group(2), slugify(text, "-")):
                         if anchor:
                             index.setdefault(anchor, page)
-        _anchors[lang] = index
-    return _anchors[lang]
+        _anchors[lang, old] = index
+    return _anchors[lang, old]
 
 
 def _moved_links(markdown: str, page: Any, config: Any) -> str:
@@ -76,7 +105,7 @@ def _moved_links(markdown: str, page: Any, config: Any) -> str:
     here = posixpath.dirname(rest)
 
     def moved(match: re.Match[str]) -> str:
-        index, anchor = _anchor_index(config, lang), match.group(3)
+        index, anchor = _anchor_index(config, lang, match.group(2)), match.group(3)
         target = index.get(anchor)
         if target is None:  # a numbered section ("5-redaction") is now a page's title
             anchor = re.sub(r"^\d+-", "", anchor)
