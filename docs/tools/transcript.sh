@@ -7,7 +7,8 @@
 #   python docs/tools/fill_docs.py t.txt docs/en/guide.md docs/zh/guide.md \
 #       docs/en/collectors.md docs/zh/collectors.md
 #
-# DEMO (default $TMPDIR/demo, i.e. /tmp/demo) is deleted and rebuilt. EXPDNA_DOCS_BENCH=1
+# DEMO (default $TMPDIR/demo, i.e. /tmp/demo) is deleted and rebuilt. EXPDNA_DOCS_QUICK=1
+# stops after the first diff blocks. docs/tools/regen.sh runs this and fills the pages. EXPDNA_DOCS_BENCH=1
 # also runs the two benchmarks (about a minute); without it their blocks keep old output.
 # The GPU blocks replay the recordings in tests/data/nvidia-smi.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,6 +41,8 @@ block perm;    run "stat -c '%A %n' manifests/a.json manifests/b.json"
 block diff-equal; run "expdna diff manifests/a.json manifests/a2.json"
 block diff-lr;    run "expdna diff manifests/a.json manifests/b.json"
 block diff-json;  run "expdna diff --json manifests/a.json manifests/b.json"
+# The docs-output test (tests/integration/test_docs_outputs.py) needs only this far.
+[ "${EXPDNA_DOCS_QUICK:-0}" = 1 ] && exit 0
 
 block check-pass; run "expdna check manifests/a.json"
 export GIT_AUTHOR_DATE=2026-11-29T08:00:00Z GIT_COMMITTER_DATE=2026-11-29T08:00:00Z GIT_AUTHOR_NAME='Li Wei' GIT_AUTHOR_EMAIL=liwei@example.com GIT_COMMITTER_NAME='Li Wei' GIT_COMMITTER_EMAIL=liwei@example.com

@@ -78,7 +78,9 @@ def test_nanogpt_python_configs_inside_and_outside_the_checkout(repo: Path, tmp_
     }
     done = expdna(repo, store, "diff", str(tmp_path / "b.json"), str(tmp_path / "c.json"))
     assert done.returncode == 1
-    assert "config.config_values.my_run.py.learning_rate: 0.0006 -> 0.0003" in done.stdout
+    # The file's changed key, under the in-DNA change of its digest.
+    assert "config.config_files[my_run.py]: " in done.stdout
+    assert "\n    learning_rate: 0.0006 -> 0.0003\n" in done.stdout
 
 
 def test_yaml_deepspeed_and_toml_files(tmp_path: Path) -> None:
@@ -179,7 +181,7 @@ def test_find_runs_and_diff_name_a_key_inside_a_yaml_file(tmp_path: Path) -> Non
     assert both.returncode == 0 and both.stdout.count("\n") >= 2
     done = expdna(tmp_path, store, "diff", runs[0]["run_id"], runs[1]["run_id"])
     assert done.returncode == 1
-    assert "config.config_values.exp.yaml.optimizer.lr: 0.1 -> 0.2" in done.stdout
+    assert "\n    optimizer.lr: 0.1 -> 0.2\n" in done.stdout
     assert "config      != " in done.stdout and "training    =  " in done.stdout
     # export: the key as a column
     parquet = tmp_path / "runs.parquet"

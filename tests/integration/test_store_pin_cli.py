@@ -126,6 +126,32 @@ def test_pin_and_which_errors(tmp_path: Path) -> None:
         assert store.which(str(checkpoint)) == []  # nothing was written
 
 
+def test_which_takes_several_checkpoints_and_never_cuts_a_name(tmp_path: Path) -> None:
+    from expdna.integrations.checkpoints import checkpoint_name
+
+    root = tmp_path / "store"
+    runs = _record(root)[::2]  # two DNAs
+    dnas = [rows(cli(root, "show", r, "--json").stdout)[0]["dna"] for r in runs]
+    names = [checkpoint_name("vit_base_patch16_224", d, "epoch10", "pt") for d in dnas]
+    paths = []
+    for run_id, name in zip(runs, names, strict=False):
+        path = tmp_path / name
+        path.write_bytes(os.urandom(64))
+        assert cli(root, "pin", str(path), "--run", run_id).exit_code == 0
+        paths.append(str(path))
+    both = cli(root, "which", *paths)  # what a shell makes of `ckpt/*.pt`
+    assert both.exit_code == 0, both.output
+    assert [ln for ln in both.stdout.splitlines() if ln.endswith(":")] == [p + ":" for p in paths]
+    for name in names:  # 48 characters, whole
+        assert f" {name} " in both.stdout
+    listed = rows(cli(root, "which", *paths, "--json").stdout)
+    assert [(r["target"], r["name"]) for r in listed] == list(zip(paths, names, strict=True))
+    some = cli(root, "which", paths[0], "no-such-checkpoint")
+    assert some.exit_code == 1
+    assert "no-such-checkpoint: no recorded run pinned it" in some.stdout
+    assert names[0] in some.stdout
+
+
 # --- diff and check by run id or DNA prefix ---------------------------------------------
 
 

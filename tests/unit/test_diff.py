@@ -203,6 +203,7 @@ def test_json_shape() -> None:
             "new": "NVIDIA A100-SXM4-80GB",
             "section": "hardware",
             "in_dna": True,
+            "details": [],
         }
     ]
 
@@ -259,7 +260,7 @@ def test_keys_with_dots_are_one_field() -> None:
         make(environment__packages={"torch": "2.3.0", "ruamel.yaml": "0.18.6"}),
     )
     [change] = report.changes
-    assert change.path == "environment.packages.ruamel.yaml"
+    assert change.path == "environment.packages[ruamel.yaml]"  # a name, not two fields
     assert change.in_dna and change.severity == "WARN"
 
 
@@ -311,3 +312,29 @@ def test_a_list_item_only_one_side_has_is_judged_without_breaking_the_document()
     by_path = {c.path: c for c in report.changes}
     assert by_path["config.dna_ignore.0"].new is None
     assert by_path["config.resolved_args.lr"].in_dna
+
+
+def test_named_list_items_compare_by_name() -> None:
+    # One node fewer, listed first: by position every later node would differ.
+    nodes = [
+        {"role": "head", "hostname": "gpu001", "resources": {"GPU": 8.0}},
+        {"role": "worker", "hostname": "gpu002", "resources": {"GPU": 8.0}},
+    ]
+    report = diff_manifests(
+        make(runtime={"mode": "ray", "nodes": nodes}),
+        make(runtime={"mode": "ray", "nodes": [dict(nodes[1], resources={"GPU": 4.0})]}),
+    )
+    assert [(c.path, c.in_dna) for c in report.changes] == [
+        ("runtime.nodes[gpu001]", True),
+        ("runtime.nodes[gpu002].resources.GPU", True),
+    ]
+    assert render(report)[7] == "WARN runtime.nodes[gpu001]: missing in B  (in dna)"
+
+
+def test_items_without_distinct_names_keep_their_order() -> None:
+    same = [{"role": "worker", "resources": {"GPU": 8.0}}] * 2
+    report = diff_manifests(make(runtime={"nodes": same}), make(runtime={"nodes": same[:1]}))
+    assert [c.path for c in report.changes] == [
+        "runtime.nodes.1.role",
+        "runtime.nodes.1.resources.GPU",
+    ]

@@ -85,7 +85,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "which": (
         "expdna.cli.pin:which_command",
-        "Which run(s) made this checkpoint? A file is looked up by its content, so a renamed "
+        "Which run(s) made these checkpoints? A file is looked up by its content, so a renamed "
         "or copied checkpoint is found; anything else by pin name (or blake3:<hex>).",
     ),
     "lineage": (

@@ -9,10 +9,11 @@ from typing import Any
 
 import click
 
+from expdna.cli.data import _size
 from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
-from expdna.compare.diff import DiffReport, diff_manifests
+from expdna.compare.diff import Change, DiffReport, diff_manifests
 from expdna.manifest.dna import short
 
 #: Longest value shown whole in text output; JSON output always carries the full value.
@@ -36,6 +37,38 @@ def shown(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 
+def _counts(side: dict[str, int] | None) -> str:
+    return "(none)" if side is None else f"+{side['added']} -{side['removed']}"
+
+
+def _item(value: Any) -> str:
+    """A named list item in a few words: its size where it has one."""
+    if isinstance(value, dict) and isinstance(value.get("size"), int):
+        return _size(value["size"])
+    return shown(value)
+
+
+def change_lines(change: Change) -> list[str]:
+    """One line for the change, then one indented line per detail."""
+    old, new = change.old, change.new
+    item = change.path.endswith("]")  # a named item, compared whole
+    if item and new is None:
+        said = "missing in B" + ("" if isinstance(old, dict) else f" (A: {shown(old)})")
+    elif item and old is None:
+        said = "only in B" + ("" if isinstance(new, dict) else f": {shown(new)}")
+    elif item and isinstance(old, dict) and isinstance(new, dict):
+        said = f"changed {_item(old)} -> {_item(new)}"
+    else:
+        said = f"{shown(old)} -> {shown(new)}"
+    lines = [f"{change.severity} {change.path}: {said}" + ("  (in dna)" if change.in_dna else "")]
+    for detail in change.details:
+        if "a" in detail:  # a patch's file
+            lines.append(f"    {detail['path']}: {_counts(detail['a'])} -> {_counts(detail['b'])}")
+        else:
+            lines.append(f"    {detail['path']}: {shown(detail['old'])} -> {shown(detail['new'])}")
+    return lines
+
+
 def render(report: DiffReport) -> list[str]:
     lines = []
     for name, section in report.sections.items():
@@ -43,11 +76,8 @@ def render(report: DiffReport) -> list[str]:
             lines.append(f"{name:<{_NAME_WIDTH}}=  {short(section.a)}")
         else:
             lines.append(f"{name:<{_NAME_WIDTH}}!= {short(section.a)} -> {short(section.b)}")
-    lines += [
-        f"{c.severity} {c.path}: {shown(c.old)} -> {shown(c.new)}"
-        + ("  (in dna)" if c.in_dna else "")
-        for c in report.changes
-    ]
+    for change in report.changes:
+        lines += change_lines(change)
     a, b = (short(value) for value in report.dna)
     lines.append(f"dna: {a} (equal)" if report.equal else f"dna: {a} -> {b} (differ)")
     return lines
@@ -69,10 +99,15 @@ def diff_command(ctx: click.Context, config: StoreConfig, a: Path, b: Path, as_j
 
     A and B are manifest files, or run ids / DNA prefixes (>= 6 hex) recorded in the store.
 
-    Repositories are paired across checkouts (by name, then remote) as check pairs them.
+    Repositories are paired across checkouts (by name, then remote) as check pairs them;
+    config files by the flag that named them, else their short name, so a moved file is
+    equal. Named list items (dataset files, nodes, submodules) are compared by name.
+    A changed config file lists its changed keys, a changed patch its files with +/- line
+    counts (indented under the change).
+
     Severity: CRITICAL for code (commit, patch) and GPU identity (model, driver, VBIOS),
-    WARN for versions, INFO otherwise; a change that alters the DNA is marked "(in dna)"
-    and is never INFO, and no line is CRITICAL when the DNAs are equal.
+    WARN for versions, INFO otherwise; a change that alters the DNA is marked "(in dna)",
+    is never INFO and comes first; no line is CRITICAL when the DNAs are equal.
     Exit 0 when the DNAs are equal, 1 when they differ.
     """
     first, second = load_manifests([str(a), str(b)], config)

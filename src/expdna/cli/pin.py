@@ -18,12 +18,12 @@ _MATCHES = {True: "yes", False: "NO (changed)", None: "-"}
 
 
 def pin_table(found: Sequence[PinRecord]) -> list[str]:
-    lines = [f"{'RUN':<30}  {'DNA':<12}  {'NAME':<24}  {'MATCHES':<12}  PINNED"]
+    # Names are never cut: the DNA part of a checkpoint_name() is what tells them apart.
+    width = max([24, *(len(pin.name or "-") for pin in found)])
+    lines = [f"{'RUN':<30}  {'DNA':<12}  {'NAME':<{width}}  {'MATCHES':<12}  PINNED"]
     for pin in found:
-        name = pin.name or "-"
-        name = name if len(name) <= 24 else name[:23] + "…"
         lines.append(
-            f"{pin.run_id:<30}  {short(pin.dna):<12}  {name:<24}  "
+            f"{pin.run_id:<30}  {short(pin.dna):<12}  {pin.name or '-':<{width}}  "
             f"{_MATCHES[pin.matches]:<12}  {iso(pin.pinned_at)}"
         )
     return lines
@@ -69,27 +69,37 @@ def pin_command(
 
 
 @click.command("which")
-@click.argument("target", metavar="CHECKPOINT|NAME")
+@click.argument("targets", metavar="CHECKPOINT|NAME...", nargs=-1, required=True)
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
-    help="Print a JSON array, newest first: run_id, dna, name, matches, digest...",
+    help="Print a JSON array, newest first per target: target, run_id, dna, name, matches, "
+    "digest...",
 )
 @pass_config
-def which_command(config: StoreConfig, target: str, as_json: bool) -> None:
-    """Which run(s) made this checkpoint? A file is looked up by its content, so a renamed
-    or copied checkpoint is found; anything else by pin name (or blake3:<hex>).
+@click.pass_context
+def which_command(
+    ctx: click.Context, config: StoreConfig, targets: tuple[str, ...], as_json: bool
+) -> None:
+    """Which run(s) made these checkpoints? A file is looked up by its content, so a renamed
+    or copied checkpoint is found; anything else by pin name (or blake3:<hex>). Several
+    files or names may be given (a shell glob: `expdna which ckpt/*.pt`).
 
     MATCHES says whether the file still holds the pinned bytes (the pinned path, when
-    asked by name). Exit 1 when no run pinned it.
+    asked by name). Exit 1 when no run pinned one of them.
     """
     with open_store(config, read_only=True) as store:
-        found = store.which(target)
-    if not found:
-        raise NotFoundError(f"not found: no recorded run pinned {target!r}")
+        found = {target: store.which(target) for target in dict.fromkeys(targets)}
+    missing = [target for target, pins in found.items() if not pins]
+    if len(found) == 1 and missing:
+        raise NotFoundError(f"not found: no recorded run pinned {missing[0]!r}")
     if as_json:
-        emit_json([pin.to_dict() for pin in found])
-        return
-    for line in pin_table(found):
-        click.echo(line.rstrip())
+        emit_json([{"target": t, **pin.to_dict()} for t, pins in found.items() for pin in pins])
+    else:
+        for target, pins in found.items():
+            if len(found) > 1:
+                click.echo(f"{target}:" if pins else f"{target}: no recorded run pinned it")
+            for line in pin_table(pins) if pins else ():
+                click.echo(line.rstrip())
+    ctx.exit(1 if missing else 0)

@@ -171,8 +171,9 @@ def tracker_lines(tracking: Any) -> list[str]:
     "where",
     multiple=True,
     metavar="PATH=VALUE",
-    help="A manifest leaf, e.g. training.algorithm=grpo (repeatable: all must hold); "
-    "numbers compare by value (lr=1e-2 finds 0.01).",
+    help="A manifest leaf by its whole dotted path, e.g. training.algorithm=grpo "
+    "(repeatable: all must hold); numbers compare by value "
+    "(config.resolved_args.lr=1e-2 finds 0.01).",
 )
 @click.option("--since", metavar="DATE", help="Generated at or after DATE (ISO 8601, UTC).")
 @click.option(

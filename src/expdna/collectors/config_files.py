@@ -43,8 +43,15 @@ from expdna.collectors.config_find import (
     hydra_runtime,
     suffix_format,
 )
-from expdna.collectors.config_parse import jsonable, parse_text, python_values, resolve_hydra, sniff
-from expdna.collectors.context import CollectContext, NotAvailable, Unknown
+from expdna.collectors.config_parse import (
+    NO_PYYAML,
+    jsonable,
+    parse_text,
+    python_values,
+    resolve_hydra,
+    sniff,
+)
+from expdna.collectors.context import CollectContext, NotAvailable, Partial, Unknown
 from expdna.digest import ref_of
 from expdna.regular import NotRegularFileError, open_regular
 
@@ -264,8 +271,20 @@ def collect_config_files(ctx: CollectContext) -> dict[str, Any]:
         section["config_values"] = values
     if hydra:
         section["hydra"] = hydra
+    # Values silently missing would look like a file without keys: say why, and the fix.
+    no_yaml = sum(d.get("parse_error") == NO_PYYAML for d in details.values())
+    hint = (
+        [
+            f"PyYAML is not installed: {no_yaml} YAML config file(s) without values "
+            "(pip install 'expdna[yaml]')"
+        ]
+        if no_yaml
+        else []
+    )
     if unknown:
-        raise Unknown(section, "; ".join(unknown))
+        raise Unknown(section, "; ".join(unknown + hint))
+    if hint:
+        raise Partial(section, hint[0])
     return section
 
 

@@ -24,6 +24,10 @@ def sniff(text: str) -> str:
     return "json" if text.lstrip()[:1] in ("{", "[") else "yaml"
 
 
+#: Why a YAML file has no values on a core install, with the fix (like pyarrow's hint).
+NO_PYYAML = "YAML not parsed: PyYAML is not installed (pip install 'expdna[yaml]')"
+
+
 def parse_text(text: str, fmt: str) -> Any:
     """The values of ``text`` in format ``fmt``, read by a safe loader; raises ValueError
     (the message says why) when it cannot be parsed here."""
@@ -36,7 +40,7 @@ def parse_text(text: str, fmt: str) -> Any:
         try:
             yaml: Any = importlib.import_module("yaml")
         except ImportError:
-            raise ValueError("YAML not parsed: PyYAML is not installed") from None
+            raise ValueError(NO_PYYAML) from None
         # A safe loader only: the full loader would build any Python object the file names.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         try:

@@ -2,6 +2,11 @@
 
 Section digests are recomputed from each manifest's content (a stored ``dna`` block may be
 stale or edited); the stored value is kept only to say when it disagrees.
+
+The changes explain themselves: repositories and config files are paired by the part they
+play (:mod:`.repos`, :mod:`.config_roles`), lists of named things by name (:mod:`.keyed`),
+a changed config file carries its changed keys and a changed patch the files it touches
+(:mod:`.patch_files`); the changes that alter the DNA come first.
 """
 
 from __future__ import annotations
@@ -11,6 +16,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from expdna.compare.config_roles import BY_PATH, by_role
+from expdna.compare.keyed import Name, Row, dotted, keyed, plain, unkeyed
+from expdna.compare.patch_files import changed_files
 from expdna.compare.repos import match_repos
 from expdna.manifest.dna import compute_dna, verify_dna
 from expdna.manifest.model import DNA_SECTIONS, Manifest
@@ -22,7 +30,11 @@ SEVERITIES: tuple[Severity, ...] = ("CRITICAL", "WARN", "INFO")
 SKIPPED_TOP = frozenset({"run_id", "generated_at", "dna", "collection"})
 #: Leaves left out: inline patch and config texts are compared through their digests
 #: (and a config file's parsed values, ``config.config_values``, name the changed key).
-SKIPPED_PATHS: tuple[str, ...] = ("code.*.patch.text", "config.config_file_details.*.text")
+SKIPPED_PATHS: tuple[str, ...] = (
+    "code.*.patch.text",
+    "config.config_file_details*.text",
+    "config.config_file_details*.digest",  # repeats config.config_files
+)
 
 #: First matching glob (``*`` spans dots) names a changed path's severity; default INFO.
 SEVERITY_RULES: tuple[tuple[str, Severity], ...] = (
@@ -31,13 +43,13 @@ SEVERITY_RULES: tuple[tuple[str, Severity], ...] = (
     ("code.*.checked_out", "CRITICAL"),
     ("code.*.dirty", "CRITICAL"),
     ("code.*.patch.digest", "CRITICAL"),
-    ("code.*.patch.binary_files.*.digest", "CRITICAL"),
+    ("code.*.patch.binary_files*.digest", "CRITICAL"),
     ("hardware.gpu_model", "CRITICAL"),
     ("hardware.gpus.*.name", "CRITICAL"),
     ("hardware.driver_version", "CRITICAL"),
     ("hardware.gpus.*.vbios_version", "CRITICAL"),
     ("environment.python_*", "WARN"),
-    ("environment.packages.*", "WARN"),
+    ("environment.packages*", "WARN"),
     ("environment.packages_digest", "WARN"),
     ("environment.os", "WARN"),
     ("environment.kernel", "WARN"),
@@ -69,15 +81,20 @@ class Change:
     section: str
     #: This change alone changes the DNA (the field is part of the section's identity).
     in_dna: bool = False
+    #: What the change is made of: a config file's changed keys (``{"path", "old",
+    #: "new"}``, the path inside the file), a patch's changed files (``{"path", "a", "b"}``,
+    #: each side's ``{"added", "removed"}`` line counts or ``None``).
+    details: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "severity": self.severity,
-            "old": self.old,
-            "new": self.new,
+            "old": plain(self.old),
+            "new": plain(self.new),
             "section": self.section,
             "in_dna": self.in_dna,
+            "details": [plain(d) for d in self.details],
         }
 
 
@@ -131,15 +148,17 @@ Keys = tuple[str | int, ...]
 
 
 def _dotted(keys: Keys, prefix: str = "") -> str:
-    parts = [prefix] if prefix else []
-    return ".".join(parts + [str(k) for k in keys])
+    text = dotted(keys)
+    return f"{prefix}.{text}" if prefix and text else prefix or text
 
 
 def _walk(value: Any, keys: Keys) -> Iterator[tuple[Keys, Any]]:
     # Keys as tuples: a key may hold a dot (``ruamel.yaml``, ``model.lr``), a path may not.
-    if isinstance(value, Mapping):
+    if isinstance(value, Row):
+        yield keys, value  # one list-shaped item: compared whole
+    elif isinstance(value, Mapping):  # a Name key (a list item's, a config file's) stays one
         for key, child in value.items():
-            yield from _walk(child, (*keys, str(key)))
+            yield from _walk(child, (*keys, key if isinstance(key, str) else str(key)))
     elif isinstance(value, list):
         for i, child in enumerate(value):
             yield from _walk(child, (*keys, i))
@@ -161,8 +180,8 @@ def _same(old: Any, new: Any) -> bool:
     return type(old) is type(new) and old == new
 
 
-def _rank(change: Change) -> int:
-    return SEVERITIES.index(change.severity)
+def _rank(change: Change) -> tuple[bool, int]:
+    return not change.in_dna, SEVERITIES.index(change.severity)
 
 
 def _as_in(doc_b: dict[str, Any], a: Manifest, b: Manifest) -> dict[str, Any]:
@@ -201,7 +220,7 @@ def _with_leaf(doc: Any, keys: Keys, value: Any) -> Any:
         else:
             items.append(_with_leaf(child, rest, value) if rest else value)
         return items
-    copy = dict(doc) if isinstance(doc, Mapping) else {}
+    copy = type(doc)(doc) if isinstance(doc, dict) else {}
     if rest:
         child = copy.get(str(head))
         if child is None:
@@ -231,12 +250,12 @@ def _severity(path: str, in_dna: bool, dnas_equal: bool) -> Severity:
 def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
     """Section digests and changed leaves from ``a`` to ``b``; pure, no I/O.
 
-    Repositories are paired across checkouts as ``check`` pairs them; each change says
-    whether, made alone to ``a``, it changes ``a``'s DNA.
+    Repositories are paired across checkouts as ``check`` pairs them, config files by role;
+    each change says whether, made alone to ``a``, it changes ``a``'s DNA.
     """
-    doc_a = a.to_dict()
-    doc_b = _as_in(b.to_dict(), a, b)
-    dna_a, dna_b = compute_dna(doc_a), compute_dna(doc_b)
+    plain_a, plain_b = by_role(a.to_dict(), _as_in(b.to_dict(), a, b))
+    doc_a, doc_b = _named(keyed(plain_a)), _named(keyed(plain_b))
+    dna_a, dna_b = compute_dna(plain_a), compute_dna(plain_b)
     sections: dict[str, SectionDiff] = {
         name: SectionDiff(
             equal=dna_a.sections[name] == dna_b.sections[name],
@@ -248,9 +267,8 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
     old, new = _leaves(doc_a), _leaves(doc_b)
     changed = [k for k in old if not _same(old[k], new.get(k))]
     changed += [k for k in new if k not in old]
-    per_section: dict[str, int] = {}
-    for keys in changed:
-        per_section[str(keys[0])] = per_section.get(str(keys[0]), 0) + 1
+    # An item only one side has is one change, not one per field.
+    changed = list(dict.fromkeys(_item_or_leaf(k, doc_a, doc_b) for k in changed))
     equal = dna_a.value == dna_b.value
 
     def in_dna(keys: Keys) -> bool:
@@ -259,26 +277,28 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
             pass  # what the DNA leaves out, or which sections are unknown: any section
         elif section not in sections or sections[section].equal:
             return False
-        elif per_section[section] == 1:
-            return True  # the only change in a section whose digest changed
-        edited = _with_leaf(doc_a, keys, new.get(keys))
-        return compute_dna(edited).value != dna_a.value
+        edited = _with_leaf(doc_a, keys, _get(doc_b, keys))
+        return compute_dna(unkeyed(edited)).value != dna_a.value
 
+    explained = _explanations(changed, doc_a, doc_b)
     changes = []
     for keys in changed:
+        if any(keys in parts for parts in explained.values()):
+            continue  # shown as a detail of the change it explains
         path = _dotted(keys)
         counted = in_dna(keys)
         changes.append(
             Change(
                 path=path,
                 severity=_severity(path, counted, equal),
-                old=old.get(keys),
-                new=new.get(keys),
+                old=_get(doc_a, keys),
+                new=_get(doc_b, keys),
                 section=str(keys[0]),
                 in_dna=counted,
+                details=_details(keys, explained.get(keys, ()), doc_a, doc_b),
             )
         )
-    # Most severe first; within a severity, document order.
+    # What changes the DNA first; then the most severe; within that, document order.
     changes.sort(key=_rank)
     return DiffReport(
         dna=(dna_a.value, dna_b.value),
@@ -287,6 +307,81 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
         stored_dna=(a.dna.value if a.dna else None, b.dna.value if b.dna else None),
         verified=(_verified(a), _verified(b)),
     )
+
+
+#: Mappings of named things, keyed as :class:`Name` (shown ``packages[torch]``).
+NAMED_MAPS: tuple[tuple[str, str], ...] = (
+    *(("config", field) for field in BY_PATH),
+    ("config", "config_values"),
+    ("environment", "packages"),
+)
+
+
+def _named(doc: dict[str, Any]) -> dict[str, Any]:
+    out = dict(doc)
+    for section, field in NAMED_MAPS:
+        part = out.get(section)
+        value = part.get(field) if isinstance(part, Mapping) else None
+        if isinstance(part, Mapping) and isinstance(value, Mapping):
+            out[section] = {**part, field: {Name(k): v for k, v in value.items()}}
+    return out
+
+
+def _get(doc: Any, keys: Keys) -> Any:
+    """The value at ``keys`` (``None`` where there is none)."""
+    for key in keys:
+        if isinstance(doc, Mapping):
+            doc = doc.get(key)
+        elif isinstance(doc, list) and isinstance(key, int) and key < len(doc):
+            doc = doc[key]
+        else:
+            return None
+    return doc
+
+
+def _item_or_leaf(keys: Keys, doc_a: Any, doc_b: Any) -> Keys:
+    """The keys of the outermost named item on the path that one side lacks, else ``keys``."""
+    for i, key in enumerate(keys):
+        if isinstance(key, Name) and (_get(doc_a, keys[: i + 1]) is None) != (
+            _get(doc_b, keys[: i + 1]) is None
+        ):
+            return keys[: i + 1]
+    return keys
+
+
+#: ``(digest path, explaining part)``: the changes under the explaining part are shown as
+#: details of the digest change (the config file's keys that changed its digest).
+_CONFIG_FILE = ("config", "config_files")
+_CONFIG_VALUES = ("config", "config_values")
+
+
+def _explanations(changed: list[Keys], doc_a: Any, doc_b: Any) -> dict[Keys, list[Keys]]:
+    """``{config file digest change: [its changed keys' changes]}``."""
+    files = {keys[2]: keys for keys in changed if len(keys) == 3 and keys[:2] == _CONFIG_FILE}
+    out: dict[Keys, list[Keys]] = {}
+    for keys in changed:
+        if len(keys) > 2 and keys[:2] == _CONFIG_VALUES and keys[2] in files:
+            out.setdefault(files[keys[2]], []).append(keys)
+    return out
+
+
+def _details(
+    keys: Keys, parts: list[Keys] | tuple[Keys, ...], doc_a: Any, doc_b: Any
+) -> tuple[dict[str, Any], ...]:
+    if parts:
+        return tuple(
+            {"path": dotted(k[3:]), "old": _get(doc_a, k), "new": _get(doc_b, k)} for k in parts
+        )
+    if keys[0] == "code" and keys[2:] == ("patch", "digest"):
+        text_a = _get(doc_a, (*keys[:3], "text"))
+        text_b = _get(doc_b, (*keys[:3], "text"))
+        return tuple(
+            changed_files(
+                text_a if isinstance(text_a, str) else None,
+                text_b if isinstance(text_b, str) else None,
+            )
+        )
+    return ()
 
 
 def _verified(manifest: Manifest) -> bool:

@@ -23,8 +23,10 @@ MAX_PATCH_LINES = 1500
 MAX_PATCH_CHARS = 100_000
 #: Most runs a table of runs lists on one page (about 110 KB of HTML).
 MAX_ROWS = 200
-#: Runs of a family listed on a DNA page (the count is always whole).
-MAX_FAMILY = MAX_ROWS
+#: Twins listed on one DNA page, and runs of its family (the counts are always whole): with
+#: the stability plots a DNA page of any number of twins stays under 200 KB.
+TWINS_PER_PAGE = 100
+MAX_FAMILY = 100
 #: Twins offered as "compare with" links on a run's page.
 COMPARE_LINKS = 5
 
@@ -134,9 +136,12 @@ def dna_page(request: Request) -> Response:
     dna = store.resolve_dna(request.path_params["prefix"])
     # Stability pools completed runs only, unless ?include_failed=1 (as the CLI's flag).
     include_failed = flag(request.query_params, "include_failed")
+    page = whole(request.query_params, "page", 1, form=False)
     with store.index.read() as conn:
-        twins = queries.select_runs(conn, dna=dna)
-        family = twins[0].family if twins else None
+        twins = reads.runs_page(conn, dna_prefix=dna, page=page, per_page=TWINS_PER_PAGE)
+        twin_count = reads.count_runs(conn, dna=dna)
+        newest = queries.select_runs(conn, dna=dna, limit=1)
+        family = newest[0].family if newest else None
         relatives = queries.select_runs(conn, family=family, limit=MAX_FAMILY) if family else []
         family_count = reads.count_runs(conn, family=family) if family else 0
     groups = []
@@ -151,6 +156,8 @@ def dna_page(request: Request) -> Response:
     context = {
         "dna": dna,
         "twins": twins,
+        "twin_count": twin_count,
+        "per_page": TWINS_PER_PAGE,
         "family": family,
         "relatives": relatives,
         "family_count": family_count,

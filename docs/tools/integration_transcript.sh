@@ -1,0 +1,69 @@
+#!/bin/sh
+# Replays the commands of the integration pages (docs/{en,zh}/integrations/walkthrough.md, hook.md,
+# ray.md, concepts/store.md, commands/stability.md) in a fresh demo and prints a transcript for
+# fill_docs.py, as transcript.sh does for the guide. DEMO (default /tmp/expdna-demo, the path the
+# pages show) is deleted and rebuilt. Needs the `test` extra (torch on CPU, Ray) and, for the
+# PostgreSQL blocks, a server at 127.0.0.1:5432 with trust auth (skipped without `psql`).
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+DEMO="${EXPDNA_DOCS_INTEGRATION_DEMO:-/tmp/expdna-demo}"
+block() { printf '### %s\n' "$1"; }
+run() { printf '$ %s\n' "$1"; sh -c "$1" 2>&1; printf '[exit %s]\n' "$?"; }
+export GIT_AUTHOR_DATE=2026-11-29T10:00:00Z GIT_COMMITTER_DATE=2026-11-29T10:00:00Z GIT_AUTHOR_NAME='Li Wei' GIT_AUTHOR_EMAIL=liwei@example.com GIT_COMMITTER_NAME='Li Wei' GIT_COMMITTER_EMAIL=liwei@example.com
+rm -rf "$DEMO" && mkdir -p "$DEMO/tiny" && cd "$DEMO/tiny" || exit 1
+cp "$REPO/examples/train_tiny.py" .
+printf 'runs/\n' > .gitignore
+git init -q -b main && git add . && git commit -qm "tiny MLP example"
+export EXPDNA_STORE="$DEMO/store" EXPDNA_CACHE_DIR="$DEMO/cache" PYTHONWARNINGS=ignore
+unset EXPDNA_INDEX_URL
+# The scripts the pages show (<!-- code:NAME --> blocks) are the scripts that run.
+python - "$REPO" <<'PY'
+import re, sys
+from pathlib import Path
+for page in ("integrations/ray.md", "commands/stability.md"):
+    text = Path(sys.argv[1], "docs/en", page).read_text(encoding="utf-8")
+    for name, body in re.findall(r"<!-- code:([\w.]+) -->\n```\w*\n(.*?)\n```", text, re.S):
+        Path(name).write_text(body + "\n", encoding="utf-8")
+PY
+short() { python -c "import glob, json; print(json.load(open(glob.glob('$1/manifest_*.json')[0]))['dna']['value'][:12])"; }
+
+# ---- walkthrough -------------------------------------------------------------------------
+block setup-git;  run "git log --oneline && git status --short"
+block run-a;      run "python train_tiny.py --output-dir runs/a"
+block run-b;      run "python train_tiny.py --output-dir runs/b"
+block run-c;      run "python train_tiny.py --output-dir runs/c --lr 0.01"
+block ls-a;       run "ls runs/a"
+block runs;       run "expdna runs"
+DNA=$(short runs/a)
+block twins;      run "expdna twins $DNA"
+block which;      run "expdna which runs/a/tiny_mlp_${DNA}_final.pt"
+cp "runs/a/tiny_mlp_${DNA}_final.pt" "$DEMO/best.pt"
+block which-copy; run "expdna which $DEMO/best.pt"
+block stability;  run "expdna stability $DNA --metric val_loss"
+block diff-lr;    run "expdna diff runs/a/manifest_*.json runs/c/manifest_*.json"
+block run-s1;     run "python train_tiny.py --output-dir runs/s1 --seed 1"
+block run-s2;     run "python train_tiny.py --output-dir runs/s2 --seed 2"
+block stability-seeds; run "expdna stability $DNA --metric val_loss --ignore config.resolved_args.seed --ignore training.seeds.seed"
+block stability-json;  run "expdna stability $DNA --ignore config.resolved_args.seed --ignore training.seeds.seed --json"
+RUN_C=$(python -c "import glob, json; print(json.load(open(glob.glob('runs/c/manifest_*.json')[0]))['run_id'])")
+block show;       run "expdna show $RUN_C"
+block find;       run "expdna find --where config.resolved_args.lr=0.01"
+block stability-api; run "python stability_api.py"
+block runtime-local; run "python -c \"import json, glob; m = json.load(open(glob.glob('runs/a/manifest_*.json')[0])); print(json.dumps(m['runtime']))\""
+block warning;    run "EXPDNA_INDEX_URL=postgresql+psycopg://nobody@127.0.0.1:1/nowhere python train_tiny.py --output-dir runs/w --epochs 3"
+
+# ---- the store ---------------------------------------------------------------------------
+block fsck;       run "expdna fsck"
+block gc;         run "expdna gc --dry-run"
+block db-current; run "expdna db current"
+block store-json; run "expdna fsck --json"; run "expdna db current --json"
+if command -v psql >/dev/null 2>&1; then
+  PG=postgresql+psycopg://postgres@127.0.0.1:5432/expdna_guide
+  psql -q -h 127.0.0.1 -U postgres -c 'DROP DATABASE IF EXISTS expdna_guide' -c 'CREATE DATABASE expdna_guide' >/dev/null 2>&1
+  block pg-runs;    run "expdna --store $DEMO/shared-objects --index-url $PG runs"
+  block pg-upgrade; run "expdna --store $DEMO/shared-objects --index-url $PG db upgrade"
+  block pg-record;  run "expdna --store $DEMO/shared-objects --index-url $PG record --scan runs"
+  block pg-stability; run "EXPDNA_INDEX_URL=$PG expdna --store $DEMO/shared-objects stability $DNA --metric val_loss"
+fi
+
+# ---- Ray ---------------------------------------------------------------------------------
+block ray;        run "python ray_two_nodes.py"

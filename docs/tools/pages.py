@@ -1,0 +1,42 @@
+"""Which docs pages each transcript fills (regen.sh and the docs-output test share it).
+
+python docs/tools/pages.py TRANSCRIPT     # guide | integration | frameworks
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parents[1]
+LANGUAGES = ("en", "zh")
+#: Pages filled from a transcript other than the guide's (block names are per transcript).
+OWN: dict[str, tuple[str, ...]] = {
+    "integration": (
+        "integrations/walkthrough.md",
+        "integrations/hook.md",
+        "integrations/ray.md",
+        "concepts/store.md",
+        "commands/stability.md",
+    ),
+    "frameworks": ("integrations/frameworks.md",),
+}
+
+
+def pages(transcript: str) -> list[Path]:
+    """The existing pages, every language, that ``transcript`` fills."""
+    if transcript in OWN:
+        names = list(OWN[transcript])
+    else:
+        taken = {name for own in OWN.values() for name in own}
+        names = sorted(
+            str(p.relative_to(DOCS / "en"))
+            for p in (DOCS / "en").rglob("*.md")
+            if str(p.relative_to(DOCS / "en")) not in taken
+        )
+    found = [DOCS / lang / name for lang in LANGUAGES for name in names]
+    return [p for p in found if p.is_file()]
+
+
+if __name__ == "__main__":
+    print("\n".join(str(p) for p in pages(sys.argv[1])))
