@@ -59,6 +59,26 @@ def rule_command(recorded: Manifest, current: Manifest) -> Iterator[Finding]:
     if not recorded.command.argv:
         return
     if command_in_dna(recorded):
+        # The DNA is a digest, not a signature: whoever edits argv can recompute it. The
+        # config it covers must then still agree with the argv words it shares with them
+        # (a hook also records defaults the command never spelled out, so only
+        # contradictions count here).
+        clashes = [
+            f"{key}: argv says {value!r}, the config {recorded.config.resolved_args[key]!r}"
+            for key, value in parse_args(recorded.command.argv).items()
+            if key in recorded.config.resolved_args
+            and not _same(recorded.config.resolved_args[key], value)
+            and str(recorded.config.resolved_args[key]) != str(value)
+        ]
+        if clashes:
+            yield Finding(
+                "command.argv",
+                "FAIL",
+                None,
+                None,
+                "does not match config.resolved_args: " + "; ".join(clashes[:_SHOWN]),
+            )
+            return
         yield Finding("command.argv", "PASS", None, None, "in the DNA: verified with it")
         return
     version = recorded.dna.version if recorded.dna is not None else "none"
