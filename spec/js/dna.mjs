@@ -371,8 +371,15 @@ function projectConfig(section, version, doc) {
   if (version >= 3) {
     // Version 3: the command, its argument values masked by the rules above and dna_ignore.
     const ignore = orEmpty(get(section, 'dna_ignore'), []).filter((g) => typeof g === 'string');
+    const files = Object.keys(orEmpty(get(section, 'config_files'), record([])));
+    // A positional word that is a recorded config file's path: the file's digest is in config.
+    const namesConfigFile = (word) => {
+      let written = word;
+      while (written.startsWith('./')) written = written.slice(2);
+      return written !== '' && files.some((f) => f === written || f.endsWith('/' + written));
+    };
     const hidden = (key, value) => {
-      if (!key) return isMasked(value);
+      if (!key) return isMasked(value) || namesConfigFile(value);
       const name = key.replaceAll('-', '_');
       if (ignore.length && globs(ignore).test(`config.resolved_args.${name}`)) return true;
       return perRun(name, value);

@@ -178,7 +178,9 @@ def test_the_web_diff_page_explains_the_same(runs: dict[str, Any], tmp_path: Pat
     with Store.open(tmp_path / "store") as store:
         store.record_many([runs["a"], runs["config"], runs["patch_a"], runs["patch_b"]])
     ids = {name: runs[name].run_id for name in ("a", "config", "patch_a", "patch_b")}
-    with TestClient(create_app(StoreConfig(path=tmp_path / "store"))) as client:
+    with TestClient(
+        create_app(StoreConfig(path=tmp_path / "store")), base_url="http://localhost"
+    ) as client:
         html = client.get("/diff", params={"a": ids["a"], "b": ids["config"]}).text
         patch = client.get("/diff", params={"a": ids["patch_a"], "b": ids["patch_b"]}).text
     # The changed file's key under its in-DNA digest change, which comes first.

@@ -4,7 +4,8 @@ An untracked file is code unless it is (in this order):
 
 - under a known tool output location (:data:`OUTPUT_DIRS`: W&B's ``wandb/``, MLflow's
   ``mlruns/``, Lightning's ``lightning_logs/``, ``__pycache__/``…, at any depth), a Hydra
-  run folder (``outputs/`` or ``multirun/`` holding a ``.hydra`` folder), a known output
+  run folder (a folder holding a ``.hydra`` folder, grouped under ``outputs/`` or
+  ``multirun/`` where it lies in one), a known output
   file (:data:`OUTPUT_FILES`: ``mlflow.db``, TensorBoard event files), or the places
   ``WANDB_DIR`` and a local ``MLFLOW_TRACKING_URI`` name;
 - an expdna manifest, recognised by its content wherever it is and whatever its name
@@ -109,16 +110,21 @@ def named_places(environ: Mapping[str, str], cwd: Path) -> list[Path]:
 
 
 def _hydra_roots(paths: Iterable[str]) -> set[str]:
-    """``outputs/`` and ``multirun/`` folders (with their prefix) that hold a ``.hydra``."""
+    """Hydra run folders: an ``outputs/`` or ``multirun/`` folder (with its prefix) that
+    holds a ``.hydra``, else the folder a ``.hydra`` sits in (a ``hydra.run.dir=out/a``),
+    never the repository root (there only ``.hydra/`` itself)."""
     roots: set[str] = set()
     for path in paths:
         parts = path.split("/")
         if ".hydra" not in parts:
             continue
-        for i, part in enumerate(parts[: parts.index(".hydra")]):
+        at = parts.index(".hydra")
+        for i, part in enumerate(parts[:at]):
             if part in HYDRA_DIRS:
                 roots.add("/".join(parts[: i + 1]) + "/")
                 break
+        else:
+            roots.add("/".join(parts[: at if at else 1]) + "/")
     return roots
 
 

@@ -3,8 +3,8 @@
 Where no repository holds the script (a copied folder, an unpacked archive), the source
 files under the entry script's folder are the code: each is hashed (BLAKE3, through the
 digest cache), bounded like untracked files (at most :data:`MAX_FILES` files, tools'
-output folders and hidden folders left out), and the sorted ``[path, digest]`` listing is
-the tree's digest, which the DNA (version 3) uses as it uses a commit.
+output folders, Hydra run folders, manifests and hidden folders left out), and the sorted
+``[path, digest]`` listing is the tree's digest, which the DNA (version 3) uses as it uses a commit.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from expdna.collectors.outputs import HYDRA_DIRS, OUTPUT_DIRS
+from expdna.collectors.outputs import HYDRA_DIRS, OUTPUT_DIRS, is_manifest_file
 from expdna.collectors.worktree import FileHasher
 from expdna.digest import ref, ref_of
 
@@ -29,12 +29,19 @@ _SKIPPED_DIRS = frozenset(OUTPUT_DIRS) | frozenset(HYDRA_DIRS)
 def _files(top: Path) -> tuple[list[Path], bool]:
     found: list[Path] = []
     for folder, dirs, names in os.walk(top):
+        if ".hydra" in dirs and Path(folder) != top:  # a Hydra run folder: a run's outputs
+            dirs[:] = []
+            continue
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS)
         for name in sorted(names):
-            if os.path.splitext(name)[1].lower() in SOURCE_SUFFIXES:
-                found.append(Path(folder, name))
-                if len(found) >= MAX_FILES:
-                    return found, True
+            suffix = os.path.splitext(name)[1].lower()
+            if suffix not in SOURCE_SUFFIXES:
+                continue
+            if suffix == ".json" and is_manifest_file(Path(folder, name)):
+                continue  # another run's (or this run's) manifest, wherever it is
+            found.append(Path(folder, name))
+            if len(found) >= MAX_FILES:
+                return found, True
     return found, False
 
 

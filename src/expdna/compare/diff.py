@@ -34,6 +34,7 @@ SKIPPED_PATHS: tuple[str, ...] = (
     "code.*.patch.text",
     "config.config_file_details*.text",
     "config.config_file_details*.digest",  # repeats config.config_files
+    "config.config_file_details*.seedless_digest",  # the family's view of that digest
 )
 
 #: First matching glob (``*`` spans dots) names a changed path's severity; default INFO.

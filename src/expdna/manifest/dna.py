@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from expdna.digest import hex_of
@@ -426,9 +426,11 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
         ignore = section.get("dna_ignore") or ()
         ignored = _glob_cached(tuple(g for g in ignore if isinstance(g, str))) if ignore else None
 
+        files = [k for k in section.get("config_files") or {} if isinstance(k, str)]
+
         def hidden(key: str, value: str) -> bool:
-            if not key:
-                return _masked(value)
+            if not key:  # a positional word: redacted, or a recorded config file's path
+                return _masked(value) or _names_config_file(value, files)
             # An argument the rules leave out of resolved_args, or dna_ignore names there.
             name = key.replace("-", "_")
             if ignored is not None and ignored.match(f"config.resolved_args.{name}"):
@@ -439,6 +441,16 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
             command if isinstance(command, Mapping) else {}, hidden
         )
     return projected
+
+
+def _names_config_file(word: str, files: Sequence[str]) -> bool:
+    """Whether a positional argument is the path of a recorded config file (``config/x.py``
+    for ``/repo/config/x.py``): its place in the command is the file, whose digest the
+    config section holds, so moving the file keeps the DNA."""
+    written = word
+    while written.startswith("./"):
+        written = written[2:]
+    return bool(written) and any(f == written or f.endswith("/" + written) for f in files)
 
 
 #: Where :func:`config_input` puts the manifest's ``command`` for the version-3 config
