@@ -217,7 +217,9 @@ def held(manifest: Manifest, store_root: Path) -> Iterator[tuple[str, str]]:
     from expdna.ui.app import create_app
 
     ref = manifest.run_id
-    with TestClient(create_app(StoreConfig(path=store_root))) as client:
+    with TestClient(
+        create_app(StoreConfig(path=store_root)), base_url="http://localhost"
+    ) as client:
         for url in ("/", f"/runs/{ref}", f"/api/runs/{ref}", f"/api/runs/{ref}/manifest"):
             page = client.get(url)
             assert page.status_code == 200, (url, page.text[:300])

@@ -251,7 +251,7 @@ def test_the_web_view_reads_a_store_in_a_bucket(s3_env: dict[str, str], s3_url: 
     first, second = synthetic(11), synthetic(12)
     with Store.open(s3_url) as store:
         store.record_many([first, second])
-    with TestClient(create_app(StoreConfig.resolve(s3_url))) as client:
+    with TestClient(create_app(StoreConfig.resolve(s3_url)), base_url="http://localhost") as client:
         runs = client.get("/")
         assert runs.status_code == 200 and first.run_id in runs.text
         page = client.get(f"/runs/{first.run_id}")  # the manifest, read from the bucket

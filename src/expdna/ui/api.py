@@ -117,7 +117,7 @@ def checkpoints(request: Request) -> Response:
         found = reads.checkpoint(conn, target)
     if not found:
         raise NotFoundError(f"not found: no recorded run pinned {target!r}")
-    return JSONResponse([pin.to_dict() for pin in found])
+    return JSONResponse([{"target": target, **pin.to_dict()} for pin in found])
 
 
 def openapi(request: Request) -> Response:

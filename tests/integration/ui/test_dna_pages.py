@@ -29,7 +29,9 @@ def test_a_dna_of_400_twins_is_paged_under_200_kb(tmp_path: Path) -> None:
     with Store.open(tmp_path / "store") as store:
         store.record_many(runs)
     listed: list[str] = []
-    with TestClient(create_app(StoreConfig(path=tmp_path / "store"))) as client:
+    with TestClient(
+        create_app(StoreConfig(path=tmp_path / "store")), base_url="http://localhost"
+    ) as client:
         url: str | None = f"/dna/{dna}"
         while url is not None:
             page = client.get(url)

@@ -31,7 +31,7 @@ def test_explain_page_ranks_like_the_cli_and_draws_each_value(tmp_path: Path) ->
     record_fleet(store, docs)
     store.close()
     ref = docs[0]["run_id"]
-    with TestClient(create_app(StoreConfig(path=root))) as client:
+    with TestClient(create_app(StoreConfig(path=root)), base_url="http://localhost") as client:
         empty = client.get("/explain")
         assert empty.status_code == 200 and "<form" in empty.text
         page = client.get("/explain", params={"metric": "final_loss", "same_setup": ref})

@@ -386,7 +386,7 @@ def test_dna_page_pools_completed_runs_unless_asked(tmp_path: Path) -> None:
     with Store.open(root) as store:
         store.record_many([manifest_of(d) for d in docs])
     prefix = dna(manifest_of(docs[0]))[:8]
-    with TestClient(create_app(StoreConfig(path=root))) as client:
+    with TestClient(create_app(StoreConfig(path=root)), base_url="http://localhost") as client:
         html = client.get(f"/dna/{prefix}").text
         # the run of unknown state (no status) and the completed one: mean 1.5
         assert "1 not completed left out" in html and '<td class="num">1.5</td>' in html
