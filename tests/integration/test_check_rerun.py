@@ -292,3 +292,23 @@ def test_a_dna_prefix_of_runs_with_different_commands_is_ambiguous(
     assert "python train.py" in line and "python ./train.py" in line
     one = json.loads(a.read_text())["run_id"]
     assert expdna("rerun", one, "--dry-run", cwd=repo, env=store).returncode == 0
+
+
+def test_an_entry_outside_git_is_checked_against_its_unversioned_tree(tmp_path: Path) -> None:
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    (folder / "train.py").write_text("print('training')\n")
+    manifest = generate(folder, tmp_path / "m.json", "python", "train.py", "--lr", "0.1")
+    doc = json.loads(manifest.read_text())
+    assert doc["code"]["scratch"]["unversioned"] is True
+    check = expdna("check", manifest, cwd=folder)
+    assert "PASS command.entry: train.py" in check.stdout, check.stdout
+    assert "in unversioned tree scratch" in check.stdout
+
+    (folder / "train.py").write_text("print('something else')\n")
+    check = expdna("check", manifest, cwd=folder)
+    assert check.returncode == 1
+    assert "FAIL command.entry: train.py" in check.stdout, check.stdout
+    assert "changed since it was recorded in unversioned tree scratch" in check.stdout
+    done = expdna("rerun", manifest, "--confirm", cwd=folder)
+    assert done.returncode == 1 and "training" not in done.stdout

@@ -8,7 +8,8 @@ is never recorded code). Inline code (``python -c``) is not a recorded file eith
 
 The entry must lie inside a live repository that plays a recorded repository's part (the
 commit and patch rules then say whether it holds the recorded code) and not be ignored by
-git, which would leave it out of the recorded patch. A manifest without a code section
+git, which would leave it out of the recorded patch, or be a file of a recorded unversioned
+tree (code outside git) with the digest recorded there. A manifest without a code section
 records no code at all.
 """
 
@@ -119,6 +120,10 @@ def entry_findings(
             return
         yield Finding(field, "PASS", entry.word, str(entry.path), f"in repository {name}")
         return
+    found = _in_unversioned(recorded, entry)
+    if found is not None:
+        yield found
+        return
     yield Finding(
         field,
         "FAIL",
@@ -126,3 +131,31 @@ def entry_findings(
         str(entry.path),
         "not inside a recorded repository: unrecorded code",
     )
+
+
+def _in_unversioned(recorded: Manifest, entry: Entry) -> Finding | None:
+    """The entry judged against a recorded unversioned tree (code outside git, recorded by
+    digest from the entry script's folder: :mod:`expdna.collectors.unversioned`), where
+    one lists it; None where none does."""
+    from expdna.digest import hash_file, ref
+
+    assert entry.path is not None
+    for name, repo in recorded.code.items():
+        extra = repo.model_extra or {}
+        tree = extra.get("tree")
+        if extra.get("unversioned") is not True or not isinstance(tree, Mapping):
+            continue
+        listed = {
+            str(item[0]): str(item[1])
+            for item in tree.get("files") or []
+            if isinstance(item, list) and len(item) == 2
+        }
+        digest = listed.get(entry.path.name)
+        if digest is None:
+            continue
+        here = str(entry.path)
+        if ref(hash_file(entry.path)[0]) == digest:
+            return Finding("command.entry", "PASS", entry.word, here, f"in unversioned tree {name}")
+        why = f"changed since it was recorded in unversioned tree {name}"
+        return Finding("command.entry", "FAIL", entry.word, here, why)
+    return None
