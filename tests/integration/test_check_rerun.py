@@ -94,7 +94,9 @@ def test_each_variable_is_shown_and_not_applied(repo: Path, out: Path) -> None:
     seen = json.loads(done.stdout)
     assert {name: seen.get(name) for name in NOT_APPLIED} == dict.fromkeys(NOT_APPLIED)
     assert (seen["NCCL_ALGO"], seen["PYTHONHASHSEED"]) == ("Tree", "7")
-    assert "rerun: applied 2 recorded variables; did not apply 10 (" in done.stderr
+    # the count also holds variables the test process has (a local Ray sets RAY_*)
+    assert "rerun: applied 2 recorded variables; did not apply " in done.stderr
+    assert all(name in done.stderr for name in NOT_APPLIED)
 
 
 def test_a_manifest_without_code_is_refused(repo: Path, out: Path, tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ def test_json_on_fsck_gc_db_current_export_and_link(store: Path, tmp_path: Path)
         "unreferenced": 0,
         "temp_files": 0,
         "pending": 0,
+        "unfinished": [],
     }
     gc = json.loads(invoke(store, "gc", "--dry-run", "--json").stdout)
     assert gc == {
@@ -48,6 +49,7 @@ def test_json_on_fsck_gc_db_current_export_and_link(store: Path, tmp_path: Path)
         "removed_bytes": 0,
         "temp_files": [],
         "kept_young": 0,
+        "irregular": [],
         "dry_run": True,
     }
     current = invoke(store, "db", "current", "--json")

@@ -52,7 +52,8 @@ def test_a_smuggled_sitecustomize_does_not_run(repo: Path, out: Path, tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["Tree", ours]  # allowed applied; loaders never
-    assert "did not apply 2 (PYTHONPATH, LD_PRELOAD" in done.stderr
+    applied = next(line for line in done.stderr.splitlines() if "did not apply" in line)
+    assert "PYTHONPATH" in applied and "LD_PRELOAD" in applied, done.stderr
     assert not marker.exists()
     script = expdna("rerun", manifest, "--dry-run", cwd=repo).stdout
     assert (
@@ -80,9 +81,9 @@ def test_an_environment_name_no_process_can_hold_is_one_line(
 
 
 def test_an_edited_manifest_is_refused_by_its_dna(repo: Path, out: Path) -> None:
-    manifest = generate(repo, out / "m.json", "true")
+    manifest = generate(repo, out / "m.json", "python", committed(repo, "noop.py", "pass\n"))
     doc = json.loads(manifest.read_text())
-    doc["config"]["selected_env"]["NCCL_DEBUG"] = "TRACE"  # edited, not resealed
+    doc["config"]["selected_env"]["NCCL_ALGO"] = "Tree"  # edited, not resealed
     manifest.write_text(json.dumps(doc))
     done = expdna("rerun", manifest, "--confirm", cwd=repo)
     assert done.returncode == 2

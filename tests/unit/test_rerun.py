@@ -210,10 +210,13 @@ def test_refusal_names_failed_fields_and_redacted_inputs(tmp_path: Path) -> None
         "check FAILs on code.relax.commit",
         "check FAILs on hardware.gpu_model",
     ]
-    assert refusal_reasons(make(argv), PASSED) == [
+    old = make(argv)
+    old.dna = compute_dna(old, version=2)  # a version-2 DNA leaves the command out
+    assert refusal_reasons(old, PASSED) == [
         "command.argv: DNA version 2 does not cover the command; give --trust-command to "
         "run it as recorded"
     ]
+    assert refusal_reasons(make(argv), PASSED) == []  # version 3: the DNA covers it
     with pytest.raises(RefusedError, match=r"refusing to rerun: check FAILs on code\.relax"):
         rerun_confirmed(make(argv), report=failed, trust_command=True)
     redacted = make([*argv, "--token", "ghp_***"])
