@@ -101,6 +101,8 @@ class SectionMemo:
         digests: dict[str, str] = {}
         for name in DNA_SECTIONS:
             key = (name, keys.get(name, ""))
+            if name == "config":  # from version 3 its projection holds the command too
+                key = (name, key[1] + "\x00" + _memo_key(to_json(doc.get("command") or {})))
             digest = self._digests.get(key)
             if digest is None:
                 section = config_input(doc) if name == "config" else doc.get(name)
