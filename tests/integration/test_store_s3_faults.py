@@ -82,13 +82,19 @@ def test_server_killed_during_record_scan_loses_nothing(tmp_path: Path) -> None:
         assert recorder.returncode != 0, "the recorder finished before the server was killed"
         assert len(stderr.strip().splitlines()) <= 2, stderr  # said why, briefly
         server.start()
-        again = subprocess.run(
-            [EXPDNA, "--store", url, "record", "--scan", str(tmp_path / "runs")],
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        # The filer answers before the restarted volume server serves old data (500s for
+        # a few seconds): wait for that here, a server's start-up, not expdna's concern.
+        for _ in range(30):
+            again = subprocess.run(
+                [EXPDNA, "--store", url, "record", "--scan", str(tmp_path / "runs")],
+                env={**os.environ, **env},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            if again.returncode != 2 or "non-2xx status code: 5" not in again.stderr:
+                break
+            time.sleep(1)
         assert again.returncode == 0, again.stderr
         assert _listed(env, url) == run_ids
         _fsck(env, url)
