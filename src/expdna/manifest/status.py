@@ -15,9 +15,11 @@ import resource
 import signal as signals
 import socket
 import sys
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from expdna.errors import InvalidInputError
 from expdna.manifest.redact import redact_text
 
 if TYPE_CHECKING:  # the pydantic model loads only where a status is made, not to show one
@@ -160,3 +162,15 @@ def shown_state(
         started_at = started_at.replace(tzinfo=timezone.utc)
     limit = timedelta(seconds=after_s if after_s is not None else unfinished_after_s())
     return "unfinished" if moment - started_at > limit else state
+
+
+def checked_status(status: Mapping[str, Any]) -> dict[str, Any]:
+    """``status`` as the manifest model holds it (plain JSON); bad input is exit 2."""
+    from pydantic import ValidationError
+
+    from expdna.manifest.model import RunStatus
+
+    try:
+        return RunStatus.model_validate(dict(status)).model_dump(mode="json")
+    except (ValidationError, TypeError, ValueError) as exc:
+        raise InvalidInputError(f"not a run status: {exc}") from None

@@ -89,15 +89,9 @@ class LogWriter:
 
     def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
         """How the run ended, as a ``status`` entry (expdna.store.status applies it)."""
-        from pydantic import ValidationError
+        from expdna.manifest.status import checked_status
 
-        from expdna.errors import InvalidInputError
-        from expdna.manifest.model import RunStatus
-
-        try:
-            checked = RunStatus.model_validate(dict(status)).model_dump(mode="json")
-        except (ValidationError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"not a run status: {exc}") from None
+        checked = checked_status(status)
         self._append("status", {"run_id": run_id, "status": checked})
         state = checked.get("state")
         return None if state is None else str(state)

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from expdna.errors import InvalidInputError
+from expdna.manifest.status import checked_status
 from expdna.store.index.bulk import bulk_insert, chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
@@ -26,18 +26,6 @@ from expdna.store.queries import run_pk
 from expdna.store.record.flatten import flatten
 
 _PREFIX = "status."
-
-
-def checked_status(status: Mapping[str, Any]) -> dict[str, Any]:
-    """``status`` as the manifest model holds it (plain JSON); bad input is exit 2."""
-    from pydantic import ValidationError
-
-    from expdna.manifest.model import RunStatus
-
-    try:
-        return RunStatus.model_validate(dict(status)).model_dump(mode="json")
-    except (ValidationError, TypeError, ValueError) as exc:
-        raise InvalidInputError(f"not a run status: {exc}") from None
 
 
 def replace_status(conn: Connection, run: int, status: dict[str, Any]) -> None:
