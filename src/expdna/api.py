@@ -45,6 +45,7 @@ def collect(
     use_cache: bool = True,
     progress: Callable[[Any], None] | None = None,
     output_roots: Iterable[str | os.PathLike[str]] = (),
+    probe_interpreter: bool = False,
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
@@ -57,6 +58,8 @@ def collect(
     ``progress`` receives ``expdna.collectors.data.Progress`` while data files are hashed.
     ``output_roots`` are where this run writes: untracked files there are not code (nor are
     those under ``$EXPDNA_STORE``, per-run path arguments, or other runs' output folders).
+    ``probe_interpreter`` says ``argv`` will run in another process: an interpreter it names
+    other than this one is asked for its environment (``generate`` sets it).
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -70,6 +73,7 @@ def collect(
         use_cache=use_cache,
         progress=progress,
         output_roots=tuple(Path(r) for r in output_roots),
+        probe_interpreter=probe_interpreter,
     )
     registry = registry or default_registry()
     started = time.perf_counter()
@@ -149,6 +153,7 @@ def generate(
         dna_ignore=dna_ignore,
         use_cache=use_cache,
         progress=progress,
+        probe_interpreter=True,
     )
     if target is None or target.is_dir():
         target = default_output(manifest, target)

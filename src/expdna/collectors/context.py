@@ -32,6 +32,10 @@ class CollectContext:
     progress: Callable[[Any], None] | None = None
     #: Where this run writes (``output_dir=``, the store): files there are not code.
     output_roots: tuple[Path, ...] = ()
+    #: ``argv`` runs in another process (``generate``, ``expdna run``): an interpreter it
+    #: names that is not this one is probed for the environment. False in the hook, whose
+    #: process *is* the command's interpreter.
+    probe_interpreter: bool = False
 
 
 class NotAvailable(Exception):

@@ -25,7 +25,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from expdna.collectors.context import CollectContext
+from expdna.collectors.context import CollectContext, NotAvailable
+from expdna.collectors.interpreter import ProbeFailed, foreign_interpreter
 from expdna.digest import ref_of
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,13 @@ def torch_build() -> dict[str, Any] | None:
             text = path.read_text(encoding="utf-8")
         except (OSError, ValueError):
             continue
-        return _literal_assignments(text, _BUILD_NAMES)
+        return build_constants(text)
     return None
+
+
+def build_constants(text: str) -> dict[str, Any]:
+    """The constants worth keeping from the text of a ``torch/version.py``."""
+    return _literal_assignments(text, _BUILD_NAMES)
 
 
 #: ``name = literal`` or ``name: type = literal`` on one line, as torch's generated
@@ -206,7 +212,17 @@ def collect_torch(environ: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 def collect_framework(ctx: CollectContext) -> dict[str, Any]:
-    """Section ``environment``: ``{"framework": {"torch": {...}}}`` (empty when absent)."""
+    """Section ``environment``: ``{"framework": {"torch": {...}}}`` (empty when absent).
+
+    Skipped when the command runs under another interpreter: the environment collector
+    asks that one, torch included."""
+    if ctx.probe_interpreter:
+        try:
+            other = foreign_interpreter(ctx.argv, ctx.cwd, ctx.environ)
+        except ProbeFailed:
+            other = Path()  # not found: the environment collector says so
+        if other is not None:
+            raise NotAvailable("the command's interpreter is asked by the environment collector")
     frameworks: dict[str, Any] = {}
     torch = collect_torch(ctx.environ)
     if torch is not None:
