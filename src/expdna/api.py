@@ -46,6 +46,7 @@ def collect(
     progress: Callable[[Any], None] | None = None,
     output_roots: Iterable[str | os.PathLike[str]] = (),
     probe_interpreter: bool = False,
+    pinned_stores: Iterable[str | os.PathLike[str]] = (),
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
@@ -60,6 +61,7 @@ def collect(
     those under ``$EXPDNA_STORE``, per-run path arguments, or other runs' output folders).
     ``probe_interpreter`` says ``argv`` will run in another process: an interpreter it names
     other than this one is asked for its environment (``generate`` sets it).
+    ``pinned_stores`` are store directories whose pinned checkpoints are not code.
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -74,6 +76,7 @@ def collect(
         progress=progress,
         output_roots=tuple(Path(r) for r in output_roots),
         probe_interpreter=probe_interpreter,
+        pinned=_pins_of([Path(root) for root in pinned_stores]),
     )
     registry = registry or default_registry()
     started = time.perf_counter()
@@ -105,6 +108,19 @@ def collect(
     )
 
 
+def _pins_of(roots: list[Path]) -> Callable[[], frozenset[str]] | None:
+    """The lookup of pinned checkpoint paths in ``roots``, run only if a collector asks."""
+    if not roots:
+        return None
+
+    def pinned() -> frozenset[str]:
+        from expdna.store.pinned_paths import pinned_paths
+
+        return pinned_paths(roots)
+
+    return pinned
+
+
 #: Collector outcomes that leave their section unknown: it may hold less than there was.
 #: ``skipped`` (nothing to collect here) and ``partial`` (collected, with a named gap the
 #: collector itself judged) are known, unless the collector raised ``Unknown`` (a config
@@ -132,11 +148,14 @@ def generate(
     dna_ignore: Sequence[str] = (),
     use_cache: bool = True,
     progress: Callable[[Any], None] | None = None,
+    pinned_stores: Iterable[str | os.PathLike[str]] = (),
 ) -> tuple[Path, Manifest]:
     """Collect and write a manifest file atomically; returns its path and the manifest.
 
     ``output`` may be a file path or an existing directory (the default file name goes
-    inside it); by default ``./manifest_<run_id>.json``.
+    inside it); by default ``./manifest_<run_id>.json``. The command in ``argv`` runs in
+    another process: an interpreter it names is asked for its own environment.
+    ``pinned_stores``: store directories whose pinned checkpoints are not code.
     """
     target = Path(output) if output is not None else None
     if target is not None and not target.is_dir() and not target.parent.is_dir():
@@ -154,6 +173,7 @@ def generate(
         use_cache=use_cache,
         progress=progress,
         probe_interpreter=True,
+        pinned_stores=pinned_stores,
     )
     if target is None or target.is_dir():
         target = default_output(manifest, target)

@@ -80,8 +80,10 @@ def collect_and_write(
     dna_ignore: Sequence[str],
     deadline: float,
     no_cache: bool,
+    store: StoreConfig | None = None,
 ) -> tuple[Path, Manifest]:
-    """Collect and write the manifest of ``argv``; each unknown section is a warning line."""
+    """Collect and write the manifest of ``argv``; each unknown section is a warning line.
+    Checkpoints pinned in ``store`` (a local one) are not code."""
     path, manifest = generate(
         argv,
         output=output,
@@ -91,6 +93,7 @@ def collect_and_write(
         dna_ignore=dna_ignore,
         use_cache=not no_cache,
         progress=tty_progress(),
+        pinned_stores=[store.root] if store is not None and store.remote is None else [],
     )
     for section, reason in (manifest.unknown or {}).items():
         click.echo(f"expdna: warning: section {section} is unknown: {reason}", err=True)
@@ -151,6 +154,7 @@ def generate_command(
         dna_ignore=dna_ignore,
         deadline=deadline,
         no_cache=no_cache,
+        store=config,
     )
     assert manifest.dna is not None
     unknown = manifest.unknown or {}

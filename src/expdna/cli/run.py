@@ -206,6 +206,7 @@ def run_command(
         dna_ignore=dna_ignore,
         deadline=deadline,
         no_cache=no_cache,
+        store=config,
     )
     manifest.status = started(begun)
     write_manifest(manifest, path)

@@ -36,6 +36,9 @@ class CollectContext:
     #: names that is not this one is probed for the environment. False in the hook, whose
     #: process *is* the command's interpreter.
     probe_interpreter: bool = False
+    #: The absolute paths of checkpoints pinned in the store (asked only when an untracked
+    #: file could be one): they are some run's outputs, not code.
+    pinned: Callable[[], frozenset[str]] | None = None
 
 
 class NotAvailable(Exception):

@@ -24,7 +24,13 @@ from typing import Any
 
 from expdna.collectors import process
 from expdna.collectors.context import CollectContext, NotAvailable, Noted, Partial, Unknown
-from expdna.collectors.outputs import LeftOut, add_known, exclude_options, ignore_options
+from expdna.collectors.outputs import (
+    PINNED_GROUP,
+    LeftOut,
+    add_known,
+    exclude_options,
+    ignore_options,
+)
 from expdna.collectors.unversioned import unversioned_tree
 from expdna.collectors.worktree import (
     OWN_OUTPUT,
@@ -253,6 +259,7 @@ def _untracked(
         top, "ls-files", "--others", *excludes, "-z", "--", ".", *exclusions(top, roots),
     ).stdout  # fmt: skip
     work, left_out = users_work(listed, top)
+    work = _not_pinned(work, left_out, top, ctx)
     # What the known-output patterns left unlisted, each folder once (git does not walk it).
     known = git(
         top, "ls-files", "--others", "--ignored", "--directory", *excludes, "-z",
@@ -260,6 +267,24 @@ def _untracked(
     ).stdout  # fmt: skip
     add_known(left_out, top, [os.fsdecode(e) for e in known.split(b"\0") if e])
     return work, left_out
+
+
+def _not_pinned(
+    work: list[bytes], left_out: LeftOut, top: Path, ctx: CollectContext
+) -> list[bytes]:
+    """``work`` without the checkpoints the store knows as pinned (another run's outputs)."""
+    if not work or ctx.pinned is None:
+        return work
+    pinned = ctx.pinned()
+    if not pinned:
+        return work
+    kept: list[bytes] = []
+    for raw in work:
+        if os.path.realpath(top / os.fsdecode(raw)) in pinned:
+            left_out.add(PINNED_GROUP)
+        else:
+            kept.append(raw)
+    return kept
 
 
 def _parse_status(out: bytes) -> tuple[str | None, str | None, bool]:

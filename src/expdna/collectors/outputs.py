@@ -9,7 +9,9 @@ An untracked file is code unless it is (in this order):
   file (:data:`OUTPUT_FILES`: ``mlflow.db``, TensorBoard event files), or the places
   ``WANDB_DIR`` and a local ``MLFLOW_TRACKING_URI`` name;
 - an expdna manifest, recognised by its content wherever it is and whatever its name
-  (:func:`is_manifest_file`).
+  (:func:`is_manifest_file`);
+- a checkpoint pinned to a run in the store (by its path: ``expdna.store.pinned_paths``,
+  asked only when untracked files remain), grouped as :data:`PINNED_GROUP`.
 
 A folder is never an output folder because a manifest sits in it, and the repository root
 never is. Each group left out is named once for the manifest's ``collection``
@@ -46,6 +48,8 @@ HYDRA_DIRS: tuple[str, ...] = ("outputs", "multirun")
 OUTPUT_FILES: tuple[str, ...] = ("mlflow.db", "events.out.tfevents.*", "*.pyc")
 #: The ignore file, at the top of the checkout, in gitignore syntax.
 IGNORE_FILE = ".expdnaignore"
+#: The group pinned checkpoints are named as in ``collection``.
+PINNED_GROUP = "checkpoints pinned in the store"
 #: How much of a ``.json`` file is read to tell whether it is an expdna manifest.
 SNIFF_BYTES = 4096
 

@@ -432,6 +432,7 @@ def start(
             dna_ignore=dna_ignore,
             resolved_args=resolved,
             output_roots=_output_roots(output_dir, link),
+            pinned_stores=_pinned_stores(link),
         )
     except Exception as exc:  # the one promise: training goes on without a manifest
         log.warning("expdna: no manifest for this run: %s: %s", type(exc).__name__, exc)
@@ -529,6 +530,17 @@ def _output_roots(output_dir: str | os.PathLike[str] | None, link: StoreLink) ->
     if isinstance(link.target, StoreConfig):
         roots.append(link.target.root)
     return roots
+
+
+def _pinned_stores(link: StoreLink) -> list[Path]:
+    """The stores whose pinned checkpoints are not this run's code: the run's own (a
+    local one), else the default store ``expdna pin`` writes to."""
+    target = link.target
+    if target is not None and not isinstance(target, StoreConfig):
+        root = getattr(target, "root", None)  # a Store the caller opened
+        return [root] if isinstance(root, Path) else []
+    config = target if target is not None else StoreConfig.resolve()
+    return [config.root] if config.remote is None else []
 
 
 def _add_lineage(manifest: Manifest, lineage: Any, notes: list[str]) -> None:

@@ -1,0 +1,98 @@
+"""A checkpoint pinned in the store is some run's output, not code: pinning ``ckpt.pt``
+inside the checkout leaves the next run of the same command with the same DNA."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from expdna.cli import cli as cli_group
+from expdna.store.config import StoreConfig
+from expdna.store.deferred import LogWriter
+from expdna.store.pinned_paths import pinned_paths
+from tests.factories import git
+
+PINNED = "left out as outputs: checkpoints pinned in the store"
+
+
+def _cli(store: Path, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli_group,
+        ["--store", str(store), *args],
+        env={"EXPDNA_CACHE_DIR": str(store.parent / "cache"), "EXPDNA_INDEX_URL": None},
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout) if "--json" in args else result.stdout
+
+
+def _generate(store: Path, out: Path, *extra: str) -> dict[str, Any]:
+    python = os.path.basename(sys.executable)
+    info = _cli(store, "generate", *extra, "--json", "-o", str(out), "--", python, "train.py")
+    return dict(json.loads(Path(info["path"]).read_text()))
+
+
+def _notes(doc: dict[str, Any]) -> list[str]:
+    return list(doc["collection"]["collectors"]["git"].get("notes", []))
+
+
+@pytest.fixture
+def checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "train.py").write_text("print('train')\n")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def test_a_pinned_checkpoint_in_the_checkout_keeps_the_dna(checkout: Path, tmp_path: Path) -> None:
+    store, out = tmp_path / "store", tmp_path / "out"
+    out.mkdir()
+    first = _generate(store, out / "a.json", "--record")
+    (checkout / "ckpt.pt").write_bytes(os.urandom(4096))
+    _cli(store, "pin", "ckpt.pt", "--run", first["run_id"])
+
+    again = _generate(store, out / "b.json")
+    assert again["dna"]["value"] == first["dna"]["value"]
+    assert f"{PINNED} (1 file)" in _notes(again)
+
+    # The same checkout judged against a store that pinned nothing: the file is code.
+    elsewhere = _generate(tmp_path / "empty-store", out / "c.json")
+    assert elsewhere["dna"]["value"] != first["dna"]["value"]
+    assert elsewhere["code"]["proj"]["dirty"] is True
+    assert not any(note.startswith(PINNED) for note in _notes(elsewhere))
+
+
+def test_a_pin_the_training_process_left_pending_counts_too(checkout: Path, tmp_path: Path) -> None:
+    store, out = tmp_path / "store", tmp_path / "out"
+    out.mkdir()
+    first = _generate(store, out / "a.json", "--record")
+    (checkout / "ckpt").mkdir()
+    best = checkout / "ckpt" / "best.pt"
+    best.write_bytes(os.urandom(2048))
+    # The hook's writer: a pending log entry, no index row until the next open.
+    writer = LogWriter(StoreConfig(path=store))
+    writer.pin(run_id=first["run_id"], digest="0" * 64, name="best.pt", path=str(best))
+    assert str(best) in pinned_paths([store])
+
+    again = _generate(store, out / "b.json")
+    assert again["dna"]["value"] == first["dna"]["value"]
+    assert f"{PINNED} (1 file)" in _notes(again)
+
+
+def test_home_paths_are_found_as_the_store_writes_them(tmp_path: Path) -> None:
+    # The store keeps a pinned path redacted, this user's home as "~".
+    store = tmp_path / "store"
+    (store / "objects").mkdir(parents=True)
+    writer = LogWriter(StoreConfig(path=store))
+    writer.pin(run_id="r", digest="0" * 64, name="x.pt", path="~/proj/x.pt")
+    assert os.path.expanduser("~/proj/x.pt") in pinned_paths([store])
+    assert pinned_paths([tmp_path / "no-store"]) == frozenset()
