@@ -4,9 +4,11 @@ In one run, each as the median of ``--repeat`` in-process collections (``collect
 the collector behind the ``code`` section): a small checkout of a dozen source files with
 an untracked edit (the baseline), then the same checkout with W&B's output folder of
 ``--files`` files beside an MLflow store and ``lightning_logs/``. Both figures are printed
-with their ratio, since the absolute times move with the machine and its load.
+with their ratio, since the absolute times move with the machine and its load. A third
+figure adds the pinned-checkpoint lookup: a real store with ``--pins`` pins (one of them a
+``ckpt.pt`` inside the checkout), asked through its SQLite index with the standard library.
 
-    python benchmarks/outputs_bench.py [--files 5000] [--repeat 7]
+    python benchmarks/outputs_bench.py [--files 5000] [--repeat 7] [--pins 200]
 
 Target (issue "Identity on real training code"): under 100 ms with the ``wandb/`` folder.
 """
@@ -20,8 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from expdna.api import collect
 from expdna.collectors.context import CollectContext
 from expdna.collectors.git import collect_git
+from expdna.digest import hex_of
+from expdna.store import Store
+from expdna.store.pinned_paths import pinned_paths
 
 TARGET_MS = 100.0
 
@@ -57,8 +63,28 @@ def add_tool_outputs(root: Path, files: int) -> None:
     hparams.write_text("lr: 0.1\n")
 
 
-def median_ms(root: Path, repeat: int) -> float:
-    ctx = CollectContext(cwd=root, environ={"PATH": "/usr/bin:/bin"}, use_cache=False)
+def make_store(root: Path, checkout: Path, pins: int) -> Path:
+    """A store with one run and ``pins`` pins, the last one ``ckpt.pt`` in ``checkout``."""
+    store = Store.open(root)
+    try:
+        run = collect(cwd=checkout, collectors=["git"])
+        store.record(run)
+        for i in range(pins - 1):
+            digest = hex_of(str(i).encode())
+            store.pin(run_id=run.run_id, digest=digest, name=f"c{i}.pt", path=f"/ckpt/c{i}.pt")
+        ckpt = checkout / "ckpt.pt"
+        ckpt.write_bytes(b"weights" * 1000)
+        store.pin_file(ckpt, run=run.run_id)
+    finally:
+        store.close()
+    return root
+
+
+def median_ms(root: Path, repeat: int, store: Path | None = None) -> float:
+    pinned = (lambda: pinned_paths([store])) if store is not None else None
+    ctx = CollectContext(
+        cwd=root, environ={"PATH": "/usr/bin:/bin"}, use_cache=False, pinned=pinned
+    )
     collect_git(ctx)  # warm the file system cache
     times = []
     for _ in range(repeat):
@@ -73,6 +99,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--pins", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = make_checkout(Path(tmp) / "root")
@@ -82,10 +109,16 @@ def main() -> None:
         patch = section["root"]["patch"]["text"]
         assert "wandb" not in patch and "newmod.py" in patch
         with_outputs = median_ms(root, args.repeat)
+        store = make_store(Path(tmp) / "store", root, args.pins)
+        with_pins = median_ms(root, args.repeat, store)
     print(f"baseline (12 files, no outputs): {baseline:8.1f} ms")
     print(
         f"with wandb/ ({args.files} files):   {with_outputs:8.1f} ms"
         f"  ({with_outputs / baseline:.2f}x baseline; target < {TARGET_MS:g} ms)"
+    )
+    print(
+        f"with {args.pins} pins asked:        {with_pins:8.1f} ms"
+        f"  ({with_pins / baseline:.2f}x baseline; target < {TARGET_MS:g} ms)"
     )
     for note in getattr(section, "notes", []):
         print(f"  {note}")
