@@ -276,7 +276,7 @@ def test_training_fields_come_from_config_files_below_argv(tmp_path: Path) -> No
     argv = ("python", "train.py", "base.py", "--deepspeed", "ds.json", "-c", "exp.yaml")
     section = collect_training(ctx(tmp_path, *argv, "--batch_size=12"))
     assert section == {
-        "global_batch_size": 12,
+        "global_batch_size": 32,  # 4 per device x 8 steps x 1 process (batch_size is not used)
         "micro_batch_size": 4,
         "gradient_accumulation_steps": 8,
         "seeds": {"seed": 7, "shuffle_seed": 2},

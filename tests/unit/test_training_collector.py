@@ -53,6 +53,7 @@ def test_hugging_face_trainer_style() -> None:
     assert section == {
         "micro_batch_size": 8,
         "gradient_accumulation_steps": 4,
+        "global_batch_size": 32,  # 8 per device x 1 process x 4 steps
         "seeds": {"seed": 42, "data_seed": 7},
     }
 
@@ -69,6 +70,7 @@ def test_deepspeed_style_and_plain_short_names() -> None:
     }
     assert training("train.py --algo ppo --batch-size 32 --seed=5") == {
         "algorithm": "ppo",
+        "micro_batch_size": 32,
         "global_batch_size": 32,
         "seeds": {"seed": 5},
     }
@@ -172,3 +174,53 @@ def test_seeds_and_topology_enter_the_dna_output_paths_do_not() -> None:
     assert dna("--seed", "2", "--tp", "2")["training"] != base["training"]
     assert dna("--seed", "1", "--tp", "4")["training"] != base["training"]
     assert dna("--seed", "1", "--tp", "2", "--output-dir", "/tmp/x")["training"] == base["training"]
+
+
+def _with_env(command: str, **environ: str) -> dict[str, Any]:
+    argv = tuple(shlex.split(command))
+    return collect_training(CollectContext(argv=argv, environ=environ))
+
+
+def test_the_global_batch_is_per_device_times_world_times_accumulation() -> None:
+    # each rank of a 2-rank DDP job parses --batch_size 64: 128 samples per step
+    assert _with_env("train.py --batch_size 64", RANK="0", WORLD_SIZE="2") == {
+        "micro_batch_size": 64,
+        "global_batch_size": 128,
+    }
+    # HF Trainer: per device x world x accumulation
+    hf = "train.py --per_device_train_batch_size 8 --gradient_accumulation_steps 4"
+    assert _with_env(hf, RANK="1", WORLD_SIZE="4")["global_batch_size"] == 128
+    # Lightning's name for the accumulation counts the same way
+    lit = "train.py --batch-size 16 --accumulate-grad-batches 2"
+    assert _with_env(lit, RANK="0", WORLD_SIZE="2")["global_batch_size"] == 64
+    # a global batch the command gives is kept as given
+    given = "train.py --global-batch-size 1024 --micro-batch-size 2"
+    assert _with_env(given, RANK="0", WORLD_SIZE="8")["global_batch_size"] == 1024
+
+
+def test_nanogpts_accumulation_already_counts_every_rank() -> None:
+    nano = "train.py config/train_gpt2.py --batch_size=12 --gradient_accumulation_steps=40"
+    assert training(nano)["global_batch_size"] == 480
+    assert _with_env(nano, RANK="0", WORLD_SIZE="8")["global_batch_size"] == 480
+
+
+@pytest.mark.parametrize(
+    ("launcher", "world"),
+    [
+        ("torchrun --nproc-per-node 2", 2),
+        ("torchrun --nnodes=2 --nproc_per_node=4", 8),
+        ("accelerate launch --num_processes 2", 2),
+        ("accelerate launch --multi_gpu --num-processes=3", 3),
+        ("deepspeed --num_gpus 2 --num_nodes 2", 4),
+        ("python -m torch.distributed.run --nproc-per-node 2", 2),
+        ("python", 1),
+    ],
+)
+def test_a_command_still_to_start_counts_its_launchers_processes(launcher: str, world: int) -> None:
+    section = training(f"{launcher} train.py --batch_size 4")
+    assert section["global_batch_size"] == 4 * world
+
+
+def test_a_launcher_size_that_is_not_a_number_derives_nothing() -> None:
+    section = training("torchrun --nnodes 1:4 --nproc-per-node gpu train.py --batch_size 4")
+    assert section == {"micro_batch_size": 4}

@@ -7,6 +7,11 @@ process group when the training script has initialised one, which then wins for 
 the world size and the backend. torch is never imported here: it is consulted only when the
 caller has imported it (``"torch" in sys.modules``).
 
+Where the launcher sets no local variables (Lightning's ``ddp_spawn`` starts its ranks with
+``multiprocessing`` and initialises the group itself, so only the group knows the world), a
+framework's own view of the layout stands in for them (:func:`hinted_environ`): one node
+of two ranks then records the same ``runtime`` as under torchrun or accelerate.
+
 The runtime collector records the layout as ``runtime.torch_distributed``; the hook reads
 it to decide which process writes the manifest (global rank 0) and which gather a node's
 hardware fingerprint (each node's local rank 0).
@@ -26,6 +31,31 @@ _LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID")
 _LOCAL_WORLD = ("LOCAL_WORLD_SIZE",)
 _NODE_RANK = ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")
 _NODE_COUNT = ("GROUP_WORLD_SIZE",)
+
+
+#: The layout a framework knows, by the variable a launcher would have set for it.
+HINT_VARIABLES: dict[str, str] = {
+    "local_rank": "LOCAL_RANK",
+    "local_world_size": "LOCAL_WORLD_SIZE",
+    "node_rank": "GROUP_RANK",
+    "node_count": "GROUP_WORLD_SIZE",
+}
+
+
+def hinted_environ(environ: Mapping[str, str], hint: Mapping[str, int] | None) -> Mapping[str, str]:
+    """``environ`` with the variables ``hint`` stands for where the launcher set none
+    (the launcher's own values always win)."""
+    if not hint:
+        return environ
+    filled = {
+        HINT_VARIABLES[name]: str(value)
+        for name, value in hint.items()
+        if name in HINT_VARIABLES
+        and isinstance(value, int)
+        and not isinstance(value, bool)
+        and value >= 0
+    }
+    return {**filled, **environ}
 
 
 def _first_int(environ: Mapping[str, str], names: tuple[str, ...]) -> int | None:

@@ -17,11 +17,11 @@ manifest field                   argument names, in priority order
 ``parallel_topology.expert``     ``expert_model_parallel_size``, ``expert_parallel_size``,
                                  ``ep_size``, ``ep``
 ``parallel_topology.data``       ``data_parallel_size``, ``dp_size``, ``dp``
-``global_batch_size``            ``global_batch_size``, ``train_batch_size`` (DeepSpeed),
-                                 ``batch_size``
+``global_batch_size``            ``global_batch_size``, ``train_batch_size`` (DeepSpeed); else
+                                 derived (below)
 ``micro_batch_size``             ``micro_batch_size``, ``train_micro_batch_size_per_gpu``
                                  (DeepSpeed), ``per_device_train_batch_size`` (HF Trainer),
-                                 ``micro_batch_size_per_gpu``
+                                 ``micro_batch_size_per_gpu``, ``batch_size``
 ``gradient_accumulation_steps``  ``gradient_accumulation_steps``, ``accumulate_grad_batches``
                                  (Lightning), ``grad_accum_steps``
 ``seeds.seed``                   ``seed``, ``random_seed``
@@ -41,10 +41,22 @@ nested resolved values, then the top-level arguments.
 Besides the table, every other argument named ``*_seed`` is recorded under ``seeds`` by its
 own name (``--shuffle-seed 3`` -> ``seeds.shuffle_seed``).
 
-A plain ``--batch-size`` is read as the global batch size: in a single-process script it is
-the batch per optimiser step. Parallel sizes, batch sizes and accumulation steps must be
-integers; a value that is not (``--tp auto``) is left out with a warning (status
-``partial``). Nothing is derived: a field is recorded only when an argument gives it.
+A plain ``--batch-size`` is the batch each process takes per step (each rank of a DDP job
+parses the same argument and gives it to its own ``DataLoader``): the micro batch, when no
+name above says per device. Where no argument gives the global batch, it is derived
+(:func:`global_batch`) as **per-device batch × world size × accumulation steps**: the world
+size from the job's layout (``WORLD_SIZE``, the initialised process group) or, for a
+command still to be started, from its launcher's options (``torchrun --nproc-per-node N
+--nnodes M``, ``accelerate launch --num_processes N``, ``deepspeed --num_gpus N
+--num_nodes M``; none: 1 process; a launcher whose size is not a number: not derived), and
+accumulation 1 when none is given. One convention differs: a plain ``batch_size`` with
+``gradient_accumulation_steps`` is nanoGPT's, whose accumulation already counts every rank
+(its ``train.py`` divides it by the world size), so there the global batch is
+``batch_size × gradient_accumulation_steps``.
+
+Parallel sizes, batch sizes and accumulation steps must be integers; a value that is not
+(``--tp auto``) is left out with a warning (status ``partial``). Nothing else is derived:
+a field is recorded only when an argument gives it.
 
 Extend the table with :func:`register_training_field`; a field is ``name`` or
 ``group.name`` (e.g. ``parallel_topology.sequence`` or ``seeds.sampler``). Nothing found is
@@ -58,6 +70,8 @@ from typing import Any
 
 from expdna.collectors.config import parse_args
 from expdna.collectors.context import CollectContext, Partial
+from expdna.collectors.distributed import layout
+from expdna.manifest.command_line import CommandShape, parse_command
 
 #: Manifest field -> accepted argument names, highest priority first. See the module doc.
 TRAINING_FIELDS: dict[str, tuple[str, ...]] = {
@@ -82,12 +96,13 @@ TRAINING_FIELDS: dict[str, tuple[str, ...]] = {
         "ep",
     ),
     "parallel_topology.data": ("data_parallel_size", "dp_size", "dp"),
-    "global_batch_size": ("global_batch_size", "train_batch_size", "batch_size"),
+    "global_batch_size": ("global_batch_size", "train_batch_size"),
     "micro_batch_size": (
         "micro_batch_size",
         "train_micro_batch_size_per_gpu",
         "per_device_train_batch_size",
         "micro_batch_size_per_gpu",
+        "batch_size",
     ),
     "gradient_accumulation_steps": (
         "gradient_accumulation_steps",
@@ -234,6 +249,74 @@ def _precision_switch(section: dict[str, Any], args: Mapping[str, Any]) -> None:
             return
 
 
+#: The names of a per-process batch and an accumulation that counts every rank (nanoGPT).
+_NANOGPT_BATCH = "batch_size"
+_NANOGPT_STEPS = "gradient_accumulation_steps"
+
+
+def _first_given(args: Mapping[str, Any], field: str) -> str | None:
+    return next((name for name in TRAINING_FIELDS.get(field, ()) if name in args), None)
+
+
+def global_batch(
+    section: Mapping[str, Any], world_size: int | None, *, nanogpt: bool = False
+) -> int | None:
+    """per-device batch × world size × accumulation steps (see the module doc); None when
+    the section gives the global batch itself, or a factor is not known."""
+    if "global_batch_size" in section or world_size is None or world_size < 1:
+        return None
+    micro: Any = section.get("micro_batch_size")
+    steps: Any = section.get("gradient_accumulation_steps", 1)
+    if not (_positive(micro) and _positive(steps)):
+        return None
+    return int(micro) * int(steps) * (1 if nanogpt else world_size)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _option(words: tuple[str, ...], *names: str) -> str | None:
+    """The last value of one of ``names`` among a launcher's option words."""
+    found = None
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name.replace("_", "-") in names:
+            found = value if eq else (words[i + 1] if i + 1 < len(words) else None)
+    return found
+
+
+def _count(value: str | None, default: int) -> int | None:
+    if value is None:
+        return default
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
+def launcher_world_size(shape: CommandShape) -> int | None:
+    """How many processes the command's launcher starts (1 without one; None: not said)."""
+    words = shape.launcher_args
+    if shape.launcher is None:
+        return 1
+    if shape.launcher == "torchrun":
+        per_node = _count(_option(words, "--nproc-per-node"), 1)
+        nodes = _count(_option(words, "--nnodes"), 1)
+    elif shape.launcher == "accelerate":
+        per_node, nodes = _count(_option(words, "--num-processes"), 1), 1
+    else:
+        per_node = _count(_option(words, "--num-gpus", "--num-accelerators"), 1)
+        nodes = _count(_option(words, "--num-nodes"), 1)
+    return per_node * nodes if per_node is not None and nodes is not None else None
+
+
+def world_size(ctx: CollectContext) -> int | None:
+    """The job's world size: its layout when this process is in one, else what the
+    command's launcher will start."""
+    found = layout(ctx.environ)
+    if found is not None:
+        return found.world_size
+    return launcher_world_size(parse_command(ctx.argv))
+
+
 def collect_training(ctx: CollectContext) -> dict[str, Any]:
     from expdna.collectors.config_files import parsed_config_values
 
@@ -243,6 +326,13 @@ def collect_training(ctx: CollectContext) -> dict[str, Any]:
     args = merged_args(given, parsed_config_values(ctx))
     section, warnings = training_section(args)
     _precision_switch(section, args)
+    nanogpt = (
+        _first_given(args, "micro_batch_size") == _NANOGPT_BATCH
+        and _first_given(args, "gradient_accumulation_steps") == _NANOGPT_STEPS
+    )
+    derived = global_batch(section, world_size(ctx), nanogpt=nanogpt)
+    if derived is not None:
+        section["global_batch_size"] = derived
     if warnings:
         raise Partial(section, "; ".join(warnings))
     return section

@@ -42,7 +42,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from expdna.collectors.distributed import layout
+from expdna.collectors.distributed import hinted_environ, layout
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations import exits
@@ -375,6 +375,7 @@ def start(
     caller_file: str | os.PathLike[str] | None = None,
     lineage: LineageArg | None = None,
     strict: bool = False,
+    ranks: Mapping[str, int] | None = None,
 ) -> RunHandle | None:
     """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
 
@@ -390,13 +391,15 @@ def start(
     goes to the manifest's ``lineage`` list, outside the DNA, and an edge the store would
     refuse is dropped with a warning. A DNA section a collector could not finish is marked
     unknown (in the manifest and its DNA) and logged; with ``strict=True`` it is also an
-    :class:`IncompleteManifestWarning`, which the caller may turn into an error. Never
+    :class:`IncompleteManifestWarning`, which the caller may turn into an error. ``ranks``
+    is the layout a framework knows where the launcher set no variables (Lightning's
+    ``ddp_spawn``): ``local_rank``, ``local_world_size``, ``node_rank``, ``node_count``. Never
     raises (unless the caller made that warning an error): returns ``None`` with one
     warning when no manifest can be collected at all.
     """
     begun = datetime.now(timezone.utc)
     try:
-        peers = _peers()
+        peers = _peers(ranks)
         if peers is not None and not peers.layout.writes:
             # Another rank of a torch.distributed job: rank 0 collects and writes.
             return RunHandle(manifest=None, deadline_s=_deadline(deadline_s), peers=peers)
@@ -513,10 +516,11 @@ def _command(notes: list[str]) -> list[str]:
         return list(getattr(sys, "argv", []))
 
 
-def _peers() -> Peers | None:
+def _peers(ranks: Mapping[str, int] | None = None) -> Peers | None:
     """This process's part in a ``torch.distributed`` job of two or more ranks, if any."""
-    found = layout(os.environ)
-    return Peers(found) if found is not None else None
+    hint = dict(ranks) if ranks else None
+    found = layout(hinted_environ(os.environ, hint))
+    return Peers(found, hint=hint) if found is not None else None
 
 
 def _deadline(deadline_s: Any) -> float:

@@ -11,7 +11,10 @@ At ``setup`` (stage ``fit``) it calls :func:`expdna.start` with ``start_kwargs``
 the trainer's settings to the ``training`` section (``lightning``: ``max_epochs``,
 ``precision``, ``accumulate_grad_batches``, ``strategy``, ``devices``, ``num_nodes``; and
 ``gradient_accumulation_steps``) and the module (``training.model``: its class, parameter
-count and ``hparams``), then :meth:`~expdna.RunHandle.add_runtime`. At
+count and ``hparams``; the global batch as per-device batch × world × the trainer's
+``accumulate_grad_batches``), then :meth:`~expdna.RunHandle.add_runtime`; the trainer's view of
+the ranks (local rank, devices per node, node rank, nodes) stands in for the launcher
+variables ``ddp_spawn`` does not set, so the run's ``runtime`` is the one torchrun gives. At
 ``teardown`` it pins the best checkpoint of the trainer's ``ModelCheckpoint`` (when there
 is one and a store is configured) and finishes with ``trainer.callback_metrics``. The
 manifest goes to ``output_dir``, by default the trainer's ``log_dir``.
@@ -58,6 +61,48 @@ def trainer_settings(trainer: Any) -> dict[str, Any]:
     }
 
 
+def batch_fields(
+    run: RunHandle, fields: dict[str, Any], trainer: Any, hparams: Any
+) -> dict[str, int]:
+    """The batch sizes with the trainer's accumulation and world: the micro batch from the
+    arguments (else the module's ``hparams.batch_size``), the global one derived as
+    ``expdna.collectors.training.global_batch`` does, unless the arguments gave it."""
+    from expdna.collectors.training import global_batch
+
+    training = run.manifest.to_dict().get("training") or {} if run.manifest else {}
+    world = getattr(trainer, "world_size", None)
+    world = world if isinstance(world, int) and world > 0 else 1
+    rest = {k: v for k, v in training.items() if k != "global_batch_size"}
+    recorded = training.get("global_batch_size")
+    if recorded is not None and recorded != global_batch(rest, world):
+        return {}  # given by an argument: kept
+    found: dict[str, int] = {}
+    micro = rest.get("micro_batch_size")
+    if micro is None:
+        candidate = getattr(hparams, "get", lambda _: None)("batch_size")
+        if isinstance(candidate, int) and not isinstance(candidate, bool):
+            found["micro_batch_size"] = micro = candidate
+    steps = fields.get("gradient_accumulation_steps") or rest.get("gradient_accumulation_steps")
+    derived = global_batch(
+        {"micro_batch_size": micro, "gradient_accumulation_steps": steps or 1}, world
+    )
+    if derived is not None:
+        found["global_batch_size"] = derived
+    return found
+
+
+def trainer_ranks(trainer: Any) -> dict[str, int]:
+    """This process's place in the job as the trainer knows it: under ``ddp_spawn`` no
+    launcher variable says how many ranks share a node, so the hook is told."""
+    found = {
+        "local_rank": getattr(trainer, "local_rank", None),
+        "local_world_size": getattr(trainer, "num_devices", None),
+        "node_rank": getattr(trainer, "node_rank", None),
+        "node_count": getattr(trainer, "num_nodes", None),
+    }
+    return {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
 class ExpdnaCallback(Callback):
     """Record the run ``Trainer.fit`` trains; see the module doc."""
 
@@ -79,10 +124,13 @@ class ExpdnaCallback(Callback):
             output_dir = self.output_dir if self.output_dir is not None else trainer.log_dir
             kwargs = {"caller_file": main_script(), **self.start_kwargs}
             args = kwargs.pop("args", None)
+            kwargs.setdefault("ranks", trainer_ranks(trainer))
             self.run = start(args, output_dir=output_dir, **kwargs)
             if self.run is not None:
                 fields = trainer_settings(trainer)
-                fields["model"] = model_fields(pl_module, getattr(pl_module, "hparams", None))
+                hparams = getattr(pl_module, "hparams", None)
+                fields["model"] = model_fields(pl_module, hparams)
+                fields.update(batch_fields(self.run, fields, trainer, hparams))
                 add_training(self.run, fields)
                 self.run.add_runtime()
         except Exception as exc:  # the hook's promise, kept around the framework's parts

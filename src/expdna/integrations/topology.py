@@ -15,6 +15,7 @@ from typing import Any
 
 from expdna.api import collect
 from expdna.collectors import Registry, default_registry
+from expdna.collectors.distributed import hinted_environ
 from expdna.digest.refs import ref
 from expdna.integrations.ray_nodes import SUMMARY_FIELDS, fingerprint_nodes, node_hardware
 from expdna.integrations.torch_nodes import Peers, gather_nodes
@@ -62,7 +63,10 @@ def with_runtime(
     """``manifest`` with its runtime section collected now and its DNA recomputed."""
     if registry is None or "runtime" not in registry.collectors:
         registry = default_registry()
-    found = collect(collectors=["runtime"], registry=registry, deadline_s=deadline_s)
+    environ = hinted_environ(os.environ, peers.hint if peers is not None else None)
+    found = collect(
+        collectors=["runtime"], registry=registry, deadline_s=deadline_s, environ=environ
+    )
     doc = manifest.to_dict()
     doc["runtime"] = found.to_dict()["runtime"]
     collection = doc["collection"]

@@ -67,6 +67,8 @@ class Peers:
     layout: Layout
     sequence: int = field(default_factory=_next_sequence)
     announced: dict[str, Any] | None = None
+    #: The layout the framework gave where the launcher set no variables (ddp_spawn).
+    hint: dict[str, int] | None = None
 
     def key(self, what: str) -> str:
         return f"expdna/{self.sequence}/{what}"
