@@ -59,7 +59,11 @@ def model_fields(model: Any, hparams: Any = None) -> dict[str, Any]:
     it cannot read is left out (never raises)."""
     from expdna.integrations.args import plain
 
-    found: dict[str, Any] = {"class": f"{type(model).__module__}.{type(model).__qualname__}"}
+    module = type(model).__module__
+    # A multiprocessing spawn child (Lightning's ddp_spawn) imports the script as
+    # __mp_main__: the same class as __main__'s in a process started directly.
+    module = "__main__" if module == "__mp_main__" else module
+    found: dict[str, Any] = {"class": f"{module}.{type(model).__qualname__}"}
     try:
         found["parameters"] = int(sum(p.numel() for p in model.parameters()))
     except Exception as exc:  # not a torch module: the class still names it
