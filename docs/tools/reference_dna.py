@@ -1,4 +1,5 @@
-"""DNA v2 from a manifest file, without expdna: only json, math, re, fnmatch, rfc8785, blake3."""
+"""DNA v3 (and v2) from a manifest file, without expdna: only json, math, re, fnmatch, rfc8785,
+blake3. Version 3's rules are marked "v3"; `--dna-version 2` computes version 2."""
 
 import fnmatch
 import json
@@ -53,6 +54,90 @@ PER_RUN_ARGS = [
     "store_dir",
     "index_url",
     "expdna_*",
+]
+PER_RUN_ARGS_V3 = [
+    *PER_RUN_ARGS,
+    "report_to",
+    "logging_*",
+    "log_level",
+    "log_level_*",
+    "log_on_each_node",
+    "log_interval",
+    "log_every*",
+    "log_freq",
+    "print_freq",
+    "disable_tqdm",
+    "progress_bar*",
+    "enable_progress_bar",
+    "verbose",
+    "verbosity",
+    "push_to_hub",
+    "push_to_hub_*",
+    "hub_*",
+    "save_*",
+    "master_addr",
+    "master_port",
+    "main_process_ip",
+    "main_process_port",
+    "rdzv_id",
+    "rdzv_endpoint",
+    "node_rank",
+    "machine_rank",
+    "local_rank",
+    "local_addr",
+]
+DEBUG_ENV = [
+    "*_DEBUG",
+    "*_DEBUG_*",
+    "TORCH_DISTRIBUTED_DEBUG",
+    "TORCH_CPP_LOG_LEVEL",
+    "TORCH_LOGS",
+    "TORCH_LOGS_*",
+    "TORCH_SHOW_CPP_STACKTRACES",
+    "TORCHDYNAMO_VERBOSE",
+    "CUDA_LAUNCH_BLOCKING",
+    "*_LOG_LEVEL",
+    "*_VERBOSITY",
+    "*_LOGS",
+    "RAY_LOG_*",
+    "RAY_DEDUP_LOGS",
+    "HF_HOME",
+    "HF_*_CACHE",
+    "TRANSFORMERS_CACHE",
+    "*_CACHE_DIR",
+    "*_CACHE_PATH",
+    "HF_HUB_DISABLE_PROGRESS_BARS",
+    "HF_HUB_DISABLE_TELEMETRY",
+    "HF_HUB_ENABLE_HF_TRANSFER",
+]
+PER_RUN_LAUNCHER_OPTIONS = [
+    "rdzv-id",
+    "rdzv-endpoint",
+    "rdzv-conf",
+    "master-addr",
+    "master-port",
+    "main-process-ip",
+    "main-process-port",
+    "node-rank",
+    "machine-rank",
+    "local-addr",
+    "log-dir",
+    "logs-specs",
+    "redirects",
+    "tee",
+    "local-ranks-filter",
+    "monitor-interval",
+    "hostfile",
+    "include",
+    "exclude",
+    "save-pid",
+    "ssh-port",
+    "comment",
+    "r",
+    "t",
+    "H",
+    "i",
+    "e",
 ]
 PER_ALLOCATION_ENV = [
     "CUDA_VISIBLE_DEVICES",
@@ -159,7 +244,7 @@ def by_bytes(items):  # list order in the manifest does not matter
     return sorted((drop_nulls(i) for i in items), key=jcs)
 
 
-def code(sec):
+def code(sec, version):
     out = []
     for repo in sec.values():
         patch = repo.get("patch") or {}
@@ -168,6 +253,8 @@ def code(sec):
             "dirty": repo.get("dirty"),
             "patch": patch.get("digest"),
         }
+        if version >= 3 and isinstance(repo.get("tree"), dict):  # v3: code outside git
+            ident["tree"] = repo["tree"].get("digest")
         if patch.get("binary_files"):
             ident["binary_files"] = sorted(
                 [b.get("path") or "", b.get("digest") or ""] for b in patch["binary_files"]
@@ -212,7 +299,8 @@ def path_like(k):  # dir, path, file, prefix, or a name ending in _dir, _path, _
     )
 
 
-def config(sec):
+def config(sec, version, doc):
+    per_run_args = PER_RUN_ARGS_V3 if version >= 3 else PER_RUN_ARGS
     args = sec.get("resolved_args") or {}
     # arguments naming a recorded config file: the file's digest stands for them
     file_args = {arg_name(n) for n in sec.get("config_file_args") or [] if isinstance(n, str)}
@@ -221,13 +309,13 @@ def config(sec):
         for k, v in args.items()
         if as_text(v) is not None
         and as_text(v) not in TOO_BROAD_ROOTS
-        and matches(arg_name(k), PER_RUN_ARGS)
+        and matches(arg_name(k), per_run_args)
     ]
 
     def per_run(k, v):
         text = as_text(v)
         return (
-            matches(arg_name(k), PER_RUN_ARGS)
+            matches(arg_name(k), per_run_args)
             or masked(v)
             or arg_name(k) in file_args
             or (
@@ -237,15 +325,284 @@ def config(sec):
             )
         )
 
-    return {
+    projected = {
         "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
         "selected_env": {
             k: v
             for k, v in (sec.get("selected_env") or {}).items()
-            if not matches(k, PER_ALLOCATION_ENV) and not masked(v)
+            if not matches(k, PER_ALLOCATION_ENV)
+            and not masked(v)
+            and not (version >= 3 and matches(k, DEBUG_ENV))
         },
         "config_files": sorted((sec.get("config_files") or {}).values()),
     }
+    if version >= 3:  # v3: the command, its values masked by the rules above and dna_ignore
+        ignore_globs = [g for g in sec.get("dna_ignore") or [] if isinstance(g, str)]
+        files = list((sec.get("config_files") or {}).keys())
+
+        def names_config_file(word):  # a positional config file: its digest is in config
+            while word.startswith("./"):
+                word = word[2:]
+            return word != "" and any(f == word or f.endswith("/" + word) for f in files)
+
+        def hidden(key, value):
+            if not key:
+                return masked(value) or names_config_file(value)
+            name = key.replace("-", "_")
+            if ignore_globs and matches(f"config.resolved_args.{name}", ignore_globs):
+                return True
+            return per_run(name, value)
+
+        command = doc.get("command") if isinstance(doc.get("command"), dict) else {}
+        projected["command"] = project_command(command, hidden)
+    return projected
+
+
+# -- v3: the command (docs/en/dna-v3.md) --------------------------------------------------------
+
+INTERPRETER = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[dmt]*(\.exe)?$", re.IGNORECASE)
+PY_VALUE_OPTIONS = "XWcm"
+LAUNCHER_FLAGS = {
+    "torchrun": "--standalone --no-python --run-path -m --module --use-env --help -h --version",
+    "accelerate": "--cpu --multi-gpu --tpu --ipex --use-deepspeed --use-fsdp --use-megatron-lm "
+    "--use-xpu --debug -q --quiet --same-network -m --module --no-python --dynamo-use-fullgraph "
+    "--dynamo-use-dynamic --dynamo-use-regional-compilation --enable-cpu-affinity "
+    "--tpu-use-cluster --tpu-use-sudo --downcast-bf16 --help -h",
+    "deepspeed": "--no-python --no-local-rank --module --force-multi --save-pid "
+    "--elastic-training --no-ssh-check --no-ssh --bind-cores-to-rank --help -h",
+}
+LAUNCHER_FLAGS = {k: set(v.split()) for k, v in LAUNCHER_FLAGS.items()}
+LAUNCHER_MODULES = {
+    "torch.distributed.run": "torchrun",
+    "torch.distributed.launch": "torchrun",
+    "accelerate.commands.launch": "accelerate",
+    "deepspeed.launcher.runner": "deepspeed",
+}
+MASK = "<masked>"
+OPTION = re.compile(r"^--?[A-Za-z_][\w.-]*$", re.ASCII)
+OVERRIDE = re.compile(r"^[+~]{0,2}([A-Za-z_][\w.@/-]*)=(.*)$", re.ASCII | re.DOTALL)
+
+
+def basename(word):
+    return word.replace("\\", "/").split("/")[-1]
+
+
+def is_interpreter(word):
+    return INTERPRETER.match(basename(word)) is not None
+
+
+def shape(**parts):
+    found = dict(launcher=None, launcher_args=[], interpreter=None, interpreter_args=[])
+    found.update(module=None, script=None, args=[])
+    found.update(parts)
+    return found
+
+
+def dashed(option):
+    name = option.split("=")[0]
+    return "--" + name[2:].replace("_", "-") if name.startswith("--") else name
+
+
+def launcher_options(words, flags):  # a launcher's own words, up to its entry
+    options, module_entry, no_python, i = [], False, False, 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            options.append(word)
+            i += 1
+            break
+        if not word.startswith("-") or word == "-":
+            break
+        name = dashed(word)
+        options.append(word)
+        i += 1
+        module_entry = module_entry or (name in ("-m", "--module") and name in flags)
+        no_python = no_python or name == "--no-python"
+        attached = not word.startswith("--") and len(word) > 2
+        if "=" in word or name in flags or attached:
+            continue
+        if i < len(words):
+            options.append(words[i])
+            i += 1
+    return options, words[i:], module_entry, no_python
+
+
+def interpreter_options(words):  # (options, module, rest); -c's program stays an option
+    options, i = [], 0
+    while i < len(words):
+        word = words[i]
+        if word == "-" or not word.startswith("-"):
+            break
+        i += 1
+        if word == "--":
+            options.append(word)
+            break
+        if word.startswith("--"):
+            options.append(word)
+            if word == "--check-hash-based-pycs" and i < len(words):
+                options.append(words[i])
+                i += 1
+            continue
+        for pos, c in enumerate(word[1:], start=1):
+            if c not in PY_VALUE_OPTIONS:
+                continue
+            attached = word[pos + 1 :]
+            if not attached and i < len(words):
+                attached, i = words[i], i + 1
+            if c == "m":
+                if pos > 1:
+                    options.append(word[:pos])
+                return options, attached or None, words[i:]
+            options.append(word[: pos + 1])
+            if attached:
+                options.append(attached)
+            if c == "c":
+                return options, None, words[i:]
+            break
+        else:
+            options.append(word)
+    return options, None, words[i:]
+
+
+def entry(words, module_entry):
+    if not words:
+        return {}
+    if module_entry:
+        return {"module": words[0], "args": words[1:]}
+    return {"script": words[0], "args": words[1:]}
+
+
+def launched(launcher, words, base):
+    options, program, module_entry, no_python = launcher_options(words, LAUNCHER_FLAGS[launcher])
+    launcher_args = base["launcher_args"] + options
+    if no_python and program and is_interpreter(program[0]):
+        inner = python(program[0], program[1:])
+        return {**inner, "launcher": launcher, "launcher_args": launcher_args}
+    return shape(
+        launcher=launcher,
+        launcher_args=launcher_args,
+        interpreter=base["interpreter"],
+        interpreter_args=base["interpreter_args"],
+        **entry(program, module_entry),
+    )
+
+
+def python(interpreter, words):
+    options, module, rest = interpreter_options(words)
+    if module in LAUNCHER_MODULES:
+        base = shape(interpreter=interpreter, interpreter_args=options)
+        return launched(LAUNCHER_MODULES[module], rest, base)
+    if module is not None:
+        return shape(interpreter=interpreter, interpreter_args=options, module=module, args=rest)
+    if "-c" in options:
+        return shape(interpreter=interpreter, interpreter_args=options, args=rest)
+    found = entry(rest, False)
+    found.pop("module", None)
+    return shape(interpreter=interpreter, interpreter_args=options, **found)
+
+
+def parse_command(argv):  # launcher, its options, interpreter, its options, entry, arguments
+    words = [str(w) for w in argv]
+    if not words:
+        return shape()
+    name = basename(words[0])
+    name = name[:-4] if name.endswith(".exe") else name
+    if name in ("torchrun", "deepspeed"):
+        return launched(name, words[1:], shape())
+    if name == "accelerate" and len(words) > 1 and words[1] == "launch":
+        return launched("accelerate", words[2:], shape())
+    if is_interpreter(words[0]):
+        return python(words[0], words[1:])
+    return shape(script=words[0], args=words[1:])
+
+
+def split_assignments(words):  # --key=value as two words
+    out = []
+    for word in words:
+        name, eq, value = word.partition("=")
+        if eq and word.startswith("-") and OPTION.match(name):
+            out += [name, value]
+        else:
+            out.append(word)
+    return out
+
+
+def launcher_words(words):
+    out, hidden = [], False
+    for word in split_assignments(words):
+        if word.startswith("-") and OPTION.match(word):
+            name = word.lstrip("-").replace("_", "-")
+            hidden = name in PER_RUN_LAUNCHER_OPTIONS
+            if not hidden:
+                out.append(("--" if word.startswith("--") else "-") + name)
+            continue
+        if not hidden:
+            out.append(word)
+        hidden = False
+    return out
+
+
+def masked_args(words, hidden, hydra=True):  # hidden options leave with their values
+    out, pending = [], None
+    for word in split_assignments(words):
+        if word.startswith("-") and OPTION.match(word):
+            if pending is not None and not hidden(pending.lstrip("-"), ""):
+                out.append(pending)
+            pending = word
+            continue
+        if pending is not None:
+            if not hidden(pending.lstrip("-"), word):
+                out += [pending, word]
+            pending = None
+            continue
+        override = OVERRIDE.match(word)
+        if override is not None:
+            name, value = override.groups()
+            last = name.split(".")[-1].split("/")[-1]
+            if not ((hydra and name.split(".")[0] == "hydra") or hidden(last, value)):
+                out.append(word)
+        else:
+            out.append(MASK if hidden("", word) else word)
+    if pending is not None and not hidden(pending.lstrip("-"), ""):
+        out.append(pending)
+    return out
+
+
+def script_of(script, entry_path):  # command.entry when it names the same file
+    written = script.replace("\\", "/")
+    while written.startswith("./"):
+        written = written[2:]
+    same = isinstance(entry_path, str) and entry_path.split("/")[-1] == written.split("/")[-1]
+    return entry_path if same and entry_path else written
+
+
+def project_command(command, hidden):
+    argv = command.get("argv")
+    argv = [] if argv is None else argv  # a manifest without argv recorded none
+    if not isinstance(argv, list):
+        return {}
+    if not all(isinstance(w, str) for w in argv):
+        return {"argv": argv}
+    parts = parse_command(argv)
+    projected = {}
+    if parts["launcher"] is not None:
+        args = launcher_words(parts["launcher_args"])
+        projected["launcher"] = {"name": parts["launcher"], "args": args}
+    script = parts["script"] or ""
+    if (
+        parts["interpreter"] is not None
+        or parts["module"] is not None
+        or parts["launcher"] is not None
+        or script.endswith(".py")
+    ):
+        kept = [a for a in parts["interpreter_args"] if a not in ("-u", "-B")]
+        projected["interpreter"] = {"name": "python", "args": kept}
+    if parts["module"] is not None:
+        projected["module"] = parts["module"]
+    elif parts["script"] is not None:
+        projected["script"] = script_of(parts["script"], command.get("entry"))
+    projected["args"] = masked_args(parts["args"], hidden)
+    return projected
 
 
 def framework(info):  # as installed, plus the loaded framework's determinism switches
@@ -379,18 +736,30 @@ def read(manifest):  # step 1: a copy with legacy names moved and typed numbers 
     return typed(doc)
 
 
-def dna(manifest):
+def project(name, section, version, doc):
+    if name == "code":
+        return code(section, version)
+    if name == "config":
+        return config(section, version, doc)
+    return PROJECT[name](section)
+
+
+def dna(manifest, version=3):
     manifest = read(manifest)
+    return dna_of_read(manifest, version)
+
+
+def dna_of_read(manifest, version):
     globs = (manifest.get("config") or {}).get("dna_ignore") or []
     unknown = manifest.get("unknown") or {}  # schema 1.1: sections a collector never finished
     sections = {}
-    for name, project in PROJECT.items():
+    for name in PROJECT:
         section = {**DEFAULTS.get(name, {}), **(manifest.get(name) or {})}
-        projected = drop_nulls(ignore(project(section), name, globs))
+        projected = drop_nulls(ignore(project(name, section, version, manifest), name, globs))
         if name in unknown:  # the marker, never the reason, wraps what was collected
             projected = {"unknown": True, "partial": projected}
         sections[name] = blake3(jcs(projected)).hexdigest()
-    return blake3(jcs({"version": 2, "sections": sections})).hexdigest(), sections
+    return blake3(jcs({"version": version, "sections": sections})).hexdigest(), sections
 
 
 def is_seed(k):  # seed, random_seed, *_seed: in any case, with "-" read as "_"
@@ -398,25 +767,42 @@ def is_seed(k):  # seed, random_seed, *_seed: in any case, with "-" read as "_"
     return name in ("seed", "random_seed") or name.endswith("_seed")
 
 
-def family(manifest):  # the DNA with every seed projected out
+def family(manifest, version=3):  # the DNA with every seed projected out
     manifest = read(manifest)
     config = dict(manifest.get("config") or {})
     config["resolved_args"] = {
         k: v for k, v in (config.get("resolved_args") or {}).items() if not is_seed(k)
     }
     training = dict(manifest.get("training") or {})
-    if "seeds" in training:
-        training["seeds"] = {}  # emptied, as a run that recorded no seed
-    return dna({**manifest, "config": config, "training": training})[0]
+    training["seeds"] = {}  # emptied, as a run that recorded no seed
+    doc = {**manifest, "config": config, "training": training}
+    if version >= 3:  # v3: seedless config-file digests; seed options leave command.argv
+        details = config.get("config_file_details") or {}
+
+        def seedless(path):
+            found = (details.get(path) or {}).get("seedless_digest")
+            return found if isinstance(found, str) else None
+
+        files = config.get("config_files") or {}
+        config["config_files"] = {p: seedless(p) or d for p, d in files.items()}
+        command = doc.get("command") if isinstance(doc.get("command"), dict) else {}
+        argv = command.get("argv")
+        if isinstance(argv, list) and all(isinstance(w, str) for w in argv):
+            seeds = masked_args(argv, lambda k, _: bool(k) and is_seed(k), hydra=False)
+            doc["command"] = {**command, "argv": seeds}
+    return dna_of_read(doc, version)[0]
 
 
 if __name__ == "__main__":
     with open(sys.argv[1], encoding="utf-8") as fh:
         doc = json.load(fh)
     stored = doc.get("dna")  # a manifest: {"value": ...}; a test vector: the hex itself
+    version = stored.get("version", 3) if isinstance(stored, dict) else doc.get("dna_version", 3)
+    if "--dna-version" in sys.argv:
+        version = int(sys.argv[sys.argv.index("--dna-version") + 1])
     stored = stored.get("value") if isinstance(stored, dict) else stored
     doc = doc.get("manifest", doc)  # a test vector holds the manifest under "manifest"
-    value, sections = dna(doc)
+    value, sections = dna(doc, version)
     for name, digest in sections.items():
         print(f"{name:<12} {digest}")
     verdict = "" if stored is None else "  = stored" if stored == value else "  != stored"
