@@ -60,7 +60,9 @@ def test_nanogpt_python_configs_inside_and_outside_the_checkout(repo: Path, tmp_
         "gradient_accumulation_steps": 40,
     }
     assert details(a, "my_run.py")["text"].startswith("learning_rate = 6e-4")
-    assert a["training"]["global_batch_size"] == 12  # argv beats the config files
+    assert a["training"]["micro_batch_size"] == 12  # argv beats the config files
+    # nanoGPT counts every rank in its accumulation: 12 x 40 samples per step
+    assert a["training"]["global_batch_size"] == 480
     assert a["training"]["gradient_accumulation_steps"] == 40
 
     # moved elsewhere: the same DNA; edited: a new one, and diff names the key
