@@ -96,3 +96,32 @@ def test_home_paths_are_found_as_the_store_writes_them(tmp_path: Path) -> None:
     writer.pin(run_id="r", digest="0" * 64, name="x.pt", path="~/proj/x.pt")
     assert os.path.expanduser("~/proj/x.pt") in pinned_paths([store])
     assert pinned_paths([tmp_path / "no-store"]) == frozenset()
+
+
+def test_the_hook_leaves_out_what_its_run_pinned(checkout: Path, tmp_path: Path) -> None:
+    import expdna
+
+    store, out = tmp_path / "store", tmp_path / "out"
+    script = checkout / "train.py"
+
+    def code_of(target: Path) -> tuple[str, list[str]]:
+        run = expdna.start(store=str(target), output_dir=str(out), caller_file=script)
+        assert run is not None and run.manifest is not None
+        run.finish()
+        assert run.manifest.dna is not None
+        notes = run.manifest.to_dict()["collection"]["collectors"]["git"].get("notes", [])
+        return run.manifest.dna.sections["code"], notes
+
+    run = expdna.start(store=str(store), output_dir=str(out), caller_file=script)
+    assert run is not None and run.manifest is not None and run.manifest.dna is not None
+    before = run.manifest.dna.sections["code"]
+    run.add_runtime()  # recorded now: a pin names a recorded run
+    (checkout / "ckpt.pt").write_bytes(os.urandom(4096))
+    assert run.pin(checkout / "ckpt.pt") is not None
+    run.finish()
+
+    after, notes = code_of(store)
+    assert after == before
+    assert f"{PINNED} (1 file)" in notes
+    elsewhere, _ = code_of(tmp_path / "other-store")
+    assert elsewhere != before
