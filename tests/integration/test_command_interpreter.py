@@ -231,3 +231,19 @@ def test_expdna_run_records_and_runs_under_the_other_interpreter(
     doc: dict[str, Any] = json.loads(next(tmp_path.glob("manifest_*.json")).read_text())
     assert doc["environment"]["packages"][WHEEL_NAME.replace("_", "-")] == WHEEL_VERSION
     assert "expdna" not in doc["environment"]["packages"]
+
+
+def test_the_probe_reads_torchs_build_as_the_framework_collector_does(tmp_path: Path) -> None:
+    # expdna's own interpreter has torch: asked as if it were another one, the probe gives
+    # the build constants the in-process collector reads from the same version.py.
+    from expdna.collectors.context import CollectContext
+    from expdna.collectors.environment import _from_report
+    from expdna.collectors.framework import torch_build
+    from expdna.collectors.interpreter import probe
+
+    report = probe(Path(sys.executable), cwd=tmp_path, environ=os.environ, timeout_s=30)
+    assert report.distributions is not None and "torch" in report.distributions
+    section = _from_report(report, CollectContext(cwd=tmp_path), Path("/"))
+    torch = section["framework"]["torch"]
+    assert torch["build"] == torch_build() and "git_version" in torch["build"]
+    assert torch["version"] == report.distributions["torch"]
