@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -46,7 +47,7 @@ def collect(
     progress: Callable[[Any], None] | None = None,
     output_roots: Iterable[str | os.PathLike[str]] = (),
     probe_interpreter: bool = False,
-    pinned_stores: Iterable[str | os.PathLike[str]] = (),
+    pinned_stores: PinnedStores = (),
 ) -> Manifest:
     """Collect every source in parallel and return the redacted manifest with its DNA.
 
@@ -61,7 +62,8 @@ def collect(
     those under ``$EXPDNA_STORE``, per-run path arguments, or other runs' output folders).
     ``probe_interpreter`` says ``argv`` will run in another process: an interpreter it names
     other than this one is asked for its environment (``generate`` sets it).
-    ``pinned_stores`` are store directories whose pinned checkpoints are not code.
+    ``pinned_stores`` are store directories whose pinned checkpoints are not code (or a
+    function returning them, called only if an untracked file could be one).
     """
     ctx = CollectContext(
         argv=tuple(argv),
@@ -76,7 +78,7 @@ def collect(
         progress=progress,
         output_roots=tuple(Path(r) for r in output_roots),
         probe_interpreter=probe_interpreter,
-        pinned=_pins_of([Path(root) for root in pinned_stores]),
+        pinned=_pins_of(pinned_stores),
     )
     registry = registry or default_registry()
     started = time.perf_counter()
@@ -108,15 +110,30 @@ def collect(
     )
 
 
-def _pins_of(roots: list[Path]) -> Callable[[], frozenset[str]] | None:
-    """The lookup of pinned checkpoint paths in ``roots``, run only if a collector asks."""
-    if not roots:
-        return None
+#: Store directories, or a function naming them (the hook's, which may need the default
+#: store's location: found only when asked).
+PinnedStores = Iterable[str | os.PathLike[str]] | Callable[[], Iterable[str | os.PathLike[str]]]
+
+
+def _pins_of(stores: PinnedStores) -> Callable[[], frozenset[str]] | None:
+    """The lookup of pinned checkpoint paths in ``stores``, run once, only if a collector
+    asks."""
+    if not callable(stores):
+        roots = [Path(root) for root in stores]
+        if not roots:
+            return None
+        stores = roots
+    found: list[frozenset[str]] = []
+    lock = threading.Lock()
 
     def pinned() -> frozenset[str]:
         from expdna.store.pinned_paths import pinned_paths
 
-        return pinned_paths(roots)
+        with lock:  # the git collector asks once per repository
+            if not found:
+                named = stores() if callable(stores) else stores
+                found.append(pinned_paths([Path(root) for root in named]))
+            return found[0]
 
     return pinned
 
@@ -148,7 +165,7 @@ def generate(
     dna_ignore: Sequence[str] = (),
     use_cache: bool = True,
     progress: Callable[[Any], None] | None = None,
-    pinned_stores: Iterable[str | os.PathLike[str]] = (),
+    pinned_stores: PinnedStores = (),
 ) -> tuple[Path, Manifest]:
     """Collect and write a manifest file atomically; returns its path and the manifest.
 

@@ -435,7 +435,7 @@ def start(
             dna_ignore=dna_ignore,
             resolved_args=resolved,
             output_roots=_output_roots(output_dir, link),
-            pinned_stores=_pinned_stores(link),
+            pinned_stores=lambda: _pinned_stores(link),
         )
     except Exception as exc:  # the one promise: training goes on without a manifest
         log.warning("expdna: no manifest for this run: %s: %s", type(exc).__name__, exc)
