@@ -295,25 +295,28 @@ def _columns(
     path = path_of[value]
     keep = path >= 0
     runs, value, path = runs[keep], value[keep], path[keep]
-    # one cell per (run, field): a dense table, -1 where a run lacks the field
-    table = np.full((count, len(names)), -1, dtype=np.int64)
-    table[runs, path] = value
+    # one cell per (field, run): a dense table, -1 where a run lacks the field
+    table = np.full((len(names), count), -1, dtype=np.int64)
+    table[path, runs] = value
     texts_of = list(values)
-    key = runs * len(names) + path
+    key = path * count + runs
     several = np.bincount(key, minlength=count * len(names))[key] > 1
     if several.any():
         table.flat[key[several]] = _joined(key[several], value[several], texts_of)
     fields: dict[str, Column] = {}
+    renumber = np.zeros(len(texts_of) + 1, dtype=np.int64)
     for j, name in enumerate(names):
-        column = table[:, j]
-        distinct, codes = np.unique(column, return_inverse=True)
+        shifted = table[j] + 1  # 0: absent
+        distinct = np.flatnonzero(np.bincount(shifted, minlength=len(texts_of) + 1))
         if len(distinct) == 1:
             continue  # every run holds one value, or none holds it
-        held_names = tuple(ABSENT if v < 0 else texts_of[v] for v in distinct.tolist())
-        if distinct[0] < 0:  # the absent first, as its code 0: move it last
-            codes = np.where(codes == 0, len(distinct) - 1, codes - 1)
-            held_names = (*held_names[1:], ABSENT)
-        fields[name] = Column(held_names, codes.astype(np.int64))
+        absent = distinct[0] == 0
+        held = distinct[1:] if absent else distinct
+        renumber[held] = np.arange(len(held))
+        if absent:
+            renumber[0] = len(held)  # the absent last
+        held_names = tuple(texts_of[v - 1] for v in held.tolist())
+        fields[name] = Column((*held_names, ABSENT) if absent else held_names, renumber[shifted])
     return fields
 
 
