@@ -142,3 +142,12 @@ def test_the_numpy_pieces_equal_scipys() -> None:
         assert association.adjusted(list(ps)) == pytest.approx(
             list(stats.false_discovery_control(ps, method="bh")), rel=1e-12
         )
+
+
+def test_few_runs_beyond_every_resample_keep_the_permutation_bound() -> None:
+    # 45 runs in three separated groups: no resample is as extreme, and at this size the
+    # asymptotic tail is not trusted, so p is the bound 1 / (1 + resamples)
+    outcome = np.concatenate([np.arange(15.0), np.arange(15.0) + 100, np.arange(15.0) + 200])
+    [found] = association.associations("numeric", outcome, [np.repeat(np.arange(3), 15)])
+    assert found.method == "permutation (9999 resamples)"
+    assert found.p == pytest.approx(1 / 10_000) and found.effect == 1.0 and found.extreme == 2

@@ -26,9 +26,10 @@ SciPy's ``permutation_test`` draws its permutations per field; at 10,000 runs an
 fields that is 300 matrices of permuted scores where one does. The resamples shrink as the
 runs grow (:func:`resamples`), so the matrix stays near :data:`CELLS` numbers: 9,999 up to
 200 runs, 199 at 10,000. Where no resample is as extreme as the data, the permutation
-p-value can only say p < 1 / (1 + resamples); there the statistic's asymptotic
-distribution (``scipy.stats.kruskal``, ``chi2_contingency``) gives the tail, never above
-that bound. The method names which rule answered.
+p-value can only say p <= 1 / (1 + resamples); from :data:`TAIL_FROM` runs on, where the
+resamples are fewest and the approximation good, the statistic's asymptotic distribution
+(as ``scipy.stats.kruskal`` and ``chi2_contingency`` compute it) gives the tail, never
+above that bound. The method names which rule answered.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ MIN_RESAMPLES = 199
 CELLS = 2_000_000
 #: Resamples per block of the shared test (a block is one matrix product).
 _BLOCK = 256
+#: Fewest runs for the asymptotic tail: with fewer, the chi-square approximation of a
+#: statistic over small groups is not to be trusted, and there are resamples enough.
+TAIL_FROM = 1000
 #: The permutation tests' seed, so one store gives one answer.
 SEED = 20261201
 
@@ -316,7 +320,7 @@ def associations(kind: str, outcome: Floats, fields: Sequence[Codes]) -> list[As
         for i, p, beyond in zip(shared, ps.tolist(), extreme.tolist(), strict=True):
             field = described[i]
             method = f"permutation ({count} resamples)"
-            if beyond == 0:
+            if beyond == 0 and len(outcome) >= TAIL_FROM:
                 p = min(p, _asymptotic(field.samples, numeric))
                 method += ", asymptotic tail"
             found[i] = Association(p, field.effect, field.extreme, method)
