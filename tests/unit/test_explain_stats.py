@@ -9,7 +9,7 @@ from scipy import stats
 from expdna.errors import InvalidInputError
 from expdna.explain import association
 from expdna.explain.outcome import asked
-from expdna.explain.report import Outcome, explain
+from expdna.explain.report import Outcome, explain, limits
 
 
 def test_small_groups_are_tested_exactly() -> None:
@@ -81,6 +81,11 @@ def test_many_runs_share_fewer_resamples_and_an_extreme_field_takes_the_asymptot
     assert found[0].method == f"permutation ({count} resamples)" and found[0].p > 0.01
     assert found[1].method == f"permutation ({count} resamples), asymptotic tail"
     assert found[1].p < 1e-100 and found[1].p <= 1 / (count + 1)
+    values: list[float | None] = [float(v) for v in outcome]
+    fields = {"hardware.hostname": [str(v) for v in null], "a.b": [str(v) for v in planted]}
+    report = explain(4000, Outcome("numeric", "loss", metric="loss"), values, fields)
+    assert report.findings[0].fields == ("a.b",)
+    assert "1 findings are beyond every permutation resample" in " ".join(limits(report))
 
 
 def test_fields_that_split_alike_are_one_finding_and_rare_values_are_left_out() -> None:

@@ -269,6 +269,12 @@ def limits(report: Explanation) -> list[str]:
         lines.append(
             f"{len(report.per_run)} fields differ in every run (they name runs): not tested"
         )
+    tails = sum(f.method.endswith("asymptotic tail") for f in report.findings)
+    if tails:
+        lines.append(
+            f"{tails} findings are beyond every permutation resample: their p-values are "
+            "the statistic's asymptotic tail"
+        )
     if report.judged < 2 * MIN_RUNS:
         lines.append(f"only {report.judged} runs: no field can be judged")
     return lines
