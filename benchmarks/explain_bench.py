@@ -10,7 +10,8 @@ package versions (each of three versions at random), recorded through
 other runs: :data:`TEMPLATES` runs of tests/history.py recorded the same way, and copies of
 their index rows (``runs`` with a new run id, and their fact-set links, own facts,
 metrics and blob references) made in SQL until the index holds N runs. Recording runs one
-by one costs ~10 ms each (1M: ~3 hours on 2 cores); the copies cost seconds per 100,000.
+by one costs ~10 ms each (1M: ~3 hours on 2 cores); the copies took 38 s for the first
+100,000 runs and 22 minutes for 1M on this loaded machine (the b-trees grow deeper).
 A copy shares its template's manifest object, DNA and setup (a rerun), so the copies are
 index rows only: what the two commands read, and what the index's size and its b-trees'
 depth come from. Stores are cached under ``/tmp/expdna-explain-bench/`` keyed by
