@@ -15,6 +15,7 @@ from expdna.explain.query import explain_runs
 from expdna.explain.report import ALPHA
 from expdna.manifest.family import setup_of
 from expdna.store import Store
+from expdna.store.explain import setup_runs
 from tests.factories import invoke, manifest_of, run
 from tests.fleets import (
     NCCL,
@@ -162,6 +163,63 @@ def test_the_setup_pools_seeds_and_machines_and_nothing_else(tmp_path: Path) -> 
     finally:
         store.close()
     assert report.runs == 6
+
+
+def _from_manifests(store: Store, run_ids: list[str]) -> dict[str, list[str]]:
+    """Every varying field of these runs, from their stored manifests and listings: what
+    the index's bulk read must give."""
+    from expdna.digest.refs import ref_hex
+    from expdna.store.record.flatten import flatten
+
+    per_run: list[dict[str, str]] = []
+    for run_id in run_ids:
+        doc = store.show(run_id)
+        held: dict[str, set[str]] = {}
+        for path, value in flatten(doc)[0]:
+            if not path.startswith(("status.", "collection.", "tracking.", "lineage.")):
+                held.setdefault(path, set()).add(value)
+        leaves = {path: "|".join(sorted(values)) for path, values in held.items()}
+        digest = ref_hex(doc["environment"].get("packages_digest") or "")
+        if digest is not None:
+            for line in store.objects.read_verified(digest).decode().splitlines():
+                name, _, version = line.partition("==")
+                leaves[f"installed.{name}"] = version
+        per_run.append(leaves)
+    paths = sorted({path for leaves in per_run for path in leaves})
+    columns = {path: [leaves.get(path, "(absent)") for leaves in per_run] for path in paths}
+    return {path: column for path, column in columns.items() if len(set(column)) > 1}
+
+
+def test_the_fleet_read_from_the_index_is_what_the_manifests_say(tmp_path: Path) -> None:
+    from expdna.collectors.distributions import listing
+    from expdna.digest import ref_of
+    from expdna.store.explain import read_fleet
+
+    docs = vbios_fleet()[:9]
+    docs[1]["hardware"]["gpus"][1]["vbios_version"] = "94.00.00.00.07"  # two VBIOSes
+    del docs[2]["hardware"]["nccl_version"]  # a run without the field
+    docs[3]["config"]["resolved_args"]["output_dir"] = "/ckpt/elsewhere"  # an own fact
+    listings = {}
+    for i, torch in ((4, "2.11.0"), (5, "2.12.0"), (6, "2.12.0")):
+        body = listing({"torch": torch, "numpy": "2.4.6"})
+        docs[i]["environment"]["packages_digest"] = ref_of(body)
+        listings[i] = body
+    root = tmp_path / "store"
+    store = Store.open(root)
+    try:
+        for i, doc in enumerate(docs):
+            attached = [listings[i]] if i in listings else []
+            assert store.record(manifest_of(doc), attachments=attached).status == "recorded"
+        fleet = read_fleet(store, setup=setup_runs(store, docs[0]["run_id"]), state="failed")
+        expected = _from_manifests(store, fleet.runs)
+    finally:
+        store.close()
+    assert fleet.runs == [d["run_id"] for d in docs]
+    assert {path: column.values() for path, column in fleet.fields.items()} == expected
+    assert expected["hardware.gpus.vbios_version"][1] == "94.00.00.00.07|94.00.00.00.09"
+    assert expected["hardware.nccl_version"][2] == "(absent)"
+    assert expected["installed.torch"][4:7] == ["2.11.0", "2.12.0", "2.12.0"]
+    assert fleet.outcome == [float(d["status"]["state"] == "failed") for d in docs]
 
 
 _W = ["--where", "a.b=1"]

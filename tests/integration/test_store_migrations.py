@@ -71,3 +71,47 @@ def test_an_index_from_a_newer_expdna_is_refused(tmp_path: Path) -> None:
     engine.dispose()
     with pytest.raises(IndexRevisionError, match="newer than this expdna"):
         Store.open(tmp_path / "s")
+
+
+#: Revision 392ae1483611: each fact table's key reversed, for explain's reads by run.
+RUN_SIDE = {
+    "ix_run_fact_sets_run_pk": "SELECT set_id FROM run_fact_sets WHERE run_pk IN (1, 2)",
+    "ix_fact_set_members_set_id": "SELECT value_id FROM fact_set_members WHERE set_id = 1",
+    "ix_facts_run_pk": "SELECT value_id FROM facts WHERE run_pk IN (1, 2)",
+}
+
+
+def _indexes(database: Path) -> set[str]:
+    import sqlite3
+
+    with sqlite3.connect(database) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'").fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def test_the_run_side_fact_indexes_come_with_an_upgrade_and_with_a_reindex(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from tests.factories import invoke, manifest_of, synthetic_doc
+
+    database = tmp_path / "i.sqlite"
+    engine = create_engine(f"sqlite:///{database}")
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "b7e4c2a91f30")
+    assert not set(RUN_SIDE) & _indexes(database)
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "head")
+    engine.dispose()
+    assert set(RUN_SIDE) <= _indexes(database)
+    with sqlite3.connect(database) as conn:
+        for name, query in RUN_SIDE.items():
+            plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {query}"))
+            assert f"USING COVERING INDEX {name}" in plan, plan
+    root = tmp_path / "store"
+    with Store.open(root) as store:
+        store.record(manifest_of(synthetic_doc(1)))
+    (root / "index.sqlite").unlink()
+    assert invoke(root, "reindex").exit_code == 0
+    assert set(RUN_SIDE) <= _indexes(root / "index.sqlite")

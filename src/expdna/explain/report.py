@@ -10,9 +10,12 @@ with a node) are one finding, tested once: the data cannot tell them apart.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from expdna.store.explain import Column
 
 #: Fewest runs a value needs to be part of its field's test.
 MIN_RUNS = 3
@@ -121,39 +124,48 @@ def _rank(path: str) -> tuple[int, str]:
     return len(_PRIORITY), path
 
 
-def _codes(column: Sequence[str]) -> tuple[list[str], Any]:
-    """The distinct values of a column and each run's value as an index into them, numbered
-    by first appearance (so two fields that split the runs alike get equal codes)."""
+def _first_seen(codes: Any, distinct: int) -> tuple[Any, Any, Any]:
+    """A column's codes (each below ``distinct``) renumbered by first appearance, so two
+    fields that split the runs alike get equal codes; each new code's old code; the runs
+    per new code."""
     import numpy as np
 
-    index: dict[str, int] = {}
-    codes = np.fromiter(
-        (index.setdefault(v, len(index)) for v in column), dtype=np.int64, count=len(column)
-    )
-    return list(index), codes
+    first = np.full(distinct, len(codes), dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write is the first run
+    old = np.argsort(first)[: int((first < len(codes)).sum())]
+    renumber = np.empty(distinct, dtype=np.int64)
+    renumber[old] = np.arange(len(old))
+    return renumber[codes], old, np.bincount(codes, minlength=distinct)[old]
 
 
 def explain(
-    runs: int, outcome: Outcome, values: Sequence[float | None], fields: dict[str, list[str]]
+    runs: int,
+    outcome: Outcome,
+    values: Sequence[float | None],
+    fields: Mapping[str, Column | Sequence[str]],
 ) -> Explanation:
-    """Test every field of ``fields`` (path -> a value per run) against ``values`` (the
-    outcome per run, None where a run has none)."""
+    """Test every field of ``fields`` (path -> a :class:`Column`, or a value per run)
+    against ``values`` (the outcome per run, None where a run has none)."""
     import numpy as np
 
     from expdna.explain import association
+    from expdna.store.explain import Column
 
-    kept = [i for i, v in enumerate(values) if v is not None]
-    outcome_values = np.array([values[i] for i in kept], dtype=float)
+    kept = np.array([i for i, v in enumerate(values) if v is not None], dtype=np.int64)
+    outcome_values = np.array([values[i] for i in kept.tolist()], dtype=float)
     together: dict[bytes, list[str]] = {}
-    coded: dict[str, tuple[list[str], Any, Any]] = {}
+    coded: dict[str, tuple[tuple[str, ...], Any, Any]] = {}
     too_few: list[str] = []
     per_run: list[str] = []
-    for path, column in fields.items():
-        seen = [column[i] for i in kept] if len(kept) < len(column) else column
-        if len(seen) < 2 or all(v == seen[0] for v in seen):
+    for path, given in fields.items():
+        column = given if isinstance(given, Column) else Column.of(given)
+        seen = column.codes[kept] if len(kept) < len(column.codes) else column.codes
+        if len(seen) < 2:
+            continue
+        codes, old, counts = _first_seen(seen, len(column.names))
+        if len(counts) < 2:
             continue  # the same for every judged run
-        names, codes = _codes(seen)
-        counts = np.bincount(codes)
+        names = tuple(column.names[k] for k in old.tolist())
         if counts.max() == 1:
             per_run.append(path)
         elif int((counts >= MIN_RUNS).sum()) < 2:
@@ -161,20 +173,20 @@ def explain(
         else:
             coded[path] = (names, codes, counts)
             together.setdefault(codes.tobytes(), []).append(path)
-    tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
+    groups: list[tuple[list[str], list[ValueStat], int]] = []
+    splits = []
     for group in together.values():
         paths = sorted(group, key=_rank)
         names, codes, counts = coded[paths[0]]
         others = [coded[p][0] for p in paths[1:]]  # same codes: value k is their names[k]
         order = sorted(range(len(names)), key=lambda k: (-counts[k], names[k]))
+        order = [k for k in order if counts[k] >= MIN_RUNS]
+        renumber = np.full(len(names), -1, dtype=np.int64)
+        renumber[order] = np.arange(len(order))
+        split = renumber[codes]
         stats: list[ValueStat] = []
-        samples = []
-        left_out = 0
-        for k in order:
-            if counts[k] < MIN_RUNS:
-                left_out += int(counts[k])
-                continue
-            sample = outcome_values[codes == k]
+        for position, k in enumerate(order):
+            sample = outcome_values[split == position]
             aliases = tuple(other[k] for other in others)
             n = int(counts[k])
             if outcome.kind == "binary":
@@ -182,13 +194,15 @@ def explain(
                 stats.append(ValueStat(names[k], n, bad / n, bad, aliases))
             else:
                 stats.append(ValueStat(names[k], n, float(np.median(sample)), None, aliases))
-            samples.append(sample)
-        test = association.binary if outcome.kind == "binary" else association.numeric
-        found = test(samples)
-        rest = np.concatenate([s for i, s in enumerate(samples) if i != found.extreme])
+        left_out = int(counts.sum()) - sum(s.n for s in stats)
+        groups.append((paths, stats, left_out))
+        splits.append(split)
+    found = association.associations(outcome.kind, outcome_values, splits)
+    tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
+    for (paths, stats, left_out), split, test in zip(groups, splits, found, strict=True):
+        rest = outcome_values[(split >= 0) & (split != test.extreme)]
         centre = float(np.mean(rest)) if outcome.kind == "binary" else float(np.median(rest))
-        difference = stats[found.extreme].centre - centre
-        tested.append((paths, stats, found, difference, left_out))
+        tested.append((paths, stats, test, stats[test.extreme].centre - centre, left_out))
     qs = association.adjusted([t[2].p for t in tested])
     findings = [
         Finding(
@@ -254,6 +268,12 @@ def limits(report: Explanation) -> list[str]:
     if report.per_run:
         lines.append(
             f"{len(report.per_run)} fields differ in every run (they name runs): not tested"
+        )
+    tails = sum(f.method.endswith("asymptotic tail") for f in report.findings)
+    if tails:
+        lines.append(
+            f"{tails} findings are beyond every permutation resample: their p-values are "
+            "the statistic's asymptotic tail"
         )
     if report.judged < 2 * MIN_RUNS:
         lines.append(f"only {report.judged} runs: no field can be judged")

@@ -1,57 +1,91 @@
-"""What ``expdna explain`` reads: the runs of one setup (or of ``--where`` filters), the
-outcome of each, and every recorded field of each run, as the index holds them.
+"""The runs ``expdna explain`` reads: one setup's runs (or those matching ``--where``), their
+outcome, and every field that varies among them, read from the index in bulk.
 
-The selection is one indexed lookup: ``runs.setup`` (:func:`expdna.manifest.family.setup_of`)
-or the ``--where`` filters of ``runs`` (:func:`expdna.store.queries.filtered`). The
-outcome is a final metric (the ``metrics`` table) or a fact (``status.state``). A run's
-fields are its manifest's leaves flattened as the recorder flattens them into facts
-(:func:`expdna.store.record.flatten.flatten`), read from its stored manifest: the index
-keys facts by value, not by run, so a run's own facts are one object read away. Each
-distinct package listing (``environment.packages_digest``) is read once and adds every
-installed package as ``installed.NAME``.
+A run's facts are the members of the fact sets it links to plus its own facts
+(:mod:`expdna.store.record.factsets`). A set every selected run links to holds only
+fields that are the same for all of them, so it is skipped unread; the members of the
+others come back as one aggregated row per set (``group_concat`` / ``string_agg``), so a
+fleet of 10,000 runs with 300 varying fields is a few dozen statements and a few
+thousand rows, not a query per run. The run-side indexes of revision 392ae1483611 make
+each of them a covering range scan.
 
-A field's value for a run is its leaf's text; a path with several leaves (one per GPU or
-per node) is their sorted texts joined by ``|``; a path a run lacks is :data:`ABSENT`.
-The statistics are in :mod:`expdna.explain`.
+Each field becomes a :class:`Column`: its distinct values and, per run, an index into
+them; a run that lacks the field holds :data:`ABSENT`. A leaf held several times with
+different values (two GPUs with two VBIOSes) is their sorted values joined by ``|``.
+Package versions come from the listing an ``environment.packages_digest`` names, read
+once per distinct listing. The statistics are in :mod:`expdna.explain`.
 """
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from expdna.errors import InvalidInputError
+from expdna.store.index.bulk import chunks
 from expdna.store.queries import Filter, filtered
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from expdna.store.facade import Store
 
 log = logging.getLogger(__name__)
 
 #: The value of a field a run does not record.
 ABSENT = "(absent)"
-#: Fact path of how a run ended (the ``status`` section).
-STATUS_PATH = "status.state"
 #: Field paths never explained: the outcome itself, and collection notes about the run.
-_SKIPPED_PREFIXES = ("status.", "collection.", "tracking.", "lineage.")
+_SKIPPED_PREFIXES = ("status.", "collection.", "tracking.", "lineage.", "metrics.")
 INSTALLED = "installed."
+#: The fact naming a run's package listing (``name==version`` lines).
+PACKAGES_DIGEST = "environment.packages_digest"
+#: Members of at most this many sets (or own facts of this many runs) per statement.
+_PER_STATEMENT = 500
+
+Codes = NDArray[np.int64]
+#: (run position, value id) per fact
+Cells = tuple[Codes, Codes]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One field over the fleet's runs: ``names`` (its distinct values) and ``codes`` (per
+    run, the index of its value in ``names``)."""
+
+    names: tuple[str, ...]
+    codes: Codes
+
+    @classmethod
+    def of(cls, values: Sequence[str]) -> Column:
+        """A column from one value per run."""
+        index: dict[str, int] = {}
+        codes = np.fromiter(
+            (index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
+        )
+        return cls(tuple(index), codes)
+
+    def values(self) -> list[str]:
+        """One value per run."""
+        return [self.names[c] for c in self.codes.tolist()]
 
 
 @dataclass(frozen=True)
 class Fleet:
-    """The selected runs (in index order), their outcome and their fields.
+    """The selected runs (in index order), their outcome and the fields that may vary.
 
     ``outcome``: per run, the metric's value, or 1.0 / 0.0 for a state outcome; None where
-    a run has none (left out of every test). ``fields``: path -> one value per run.
+    a run has none (left out of every test). ``fields``: path -> :class:`Column`; a field
+    every run holds alike through one shared fact set is not read, so not here.
     """
 
     runs: list[str]
     outcome: list[float | None]
-    fields: dict[str, list[str]] = field(default_factory=dict)
+    fields: dict[str, Column] = field(default_factory=dict)
     #: The setup digest selected (``--same-setup``), else None.
     setup: str | None = None
 
@@ -64,81 +98,6 @@ def _packages(listing: bytes) -> dict[str, str]:
         if sep and name.strip():
             found[name.strip()] = version.strip()
     return found
-
-
-def _leaves(doc: dict[str, Any]) -> dict[str, str]:
-    from expdna.store.record.flatten import flatten
-
-    facts, _ = flatten(doc)
-    leaves: dict[str, str] = {}
-    several: dict[str, list[str]] = {}
-    for path, value in facts:
-        if path.startswith(_SKIPPED_PREFIXES):
-            continue
-        if path in leaves:
-            several.setdefault(path, [leaves[path]]).append(value)
-        leaves[path] = value
-    for path, values in several.items():
-        leaves[path] = "|".join(sorted(values))
-    return leaves
-
-
-#: Top-level keys that hold no field to explain (``runs`` columns, the outcome, notes).
-_NOT_SECTIONS = frozenset(
-    {"schema_version", "run_id", "generated_at", "dna", "status", "collection", "tracking"}
-    | {"lineage", "metrics"}
-)
-#: Distinct sections kept at most while reading one fleet.
-MAX_SECTIONS = 100_000
-
-
-@dataclass
-class _Sections:
-    """Each run's top-level sections, flattened once per distinct section: runs of one
-    setup repeat most of theirs (a machine's hardware and environment, the setup's code and
-    config), so a fleet costs a JSON dump per section and a flatten per distinct one."""
-
-    #: (key, section JSON) -> entry number
-    seen: dict[tuple[str, str], int] = field(default_factory=dict)
-    #: key -> the leaves of each entry
-    entries: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-    #: key -> (run position, entry number)
-    holders: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-
-    def _entry(self, key: str, text: str, leaves: Callable[[], dict[str, str]]) -> int:
-        found = self.seen.get((key, text))
-        if found is None:
-            entries = self.entries.setdefault(key, [])
-            found = len(entries)
-            entries.append(leaves())
-            if len(self.seen) < MAX_SECTIONS:
-                self.seen[(key, text)] = found
-        return found
-
-    def add(self, position: int, key: str, value: Any) -> None:
-        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-        entry = self._entry(key, text, lambda: _leaves({key: value}))
-        self.holders.setdefault(key, []).append((position, entry))
-
-    def add_listing(self, position: int, ref: str, read: Callable[[], dict[str, str]]) -> None:
-        def leaves() -> dict[str, str]:
-            return {INSTALLED + name: version for name, version in read().items()}
-
-        entry = self._entry(INSTALLED, ref, leaves)
-        self.holders.setdefault(INSTALLED, []).append((position, entry))
-
-    def columns(self, count: int) -> dict[str, list[str]]:
-        """path -> one value per run (:data:`ABSENT` where a run has none), sorted by path."""
-        fields: dict[str, list[str]] = {}
-        for key, entries in self.entries.items():
-            slots = [-1] * count
-            for position, entry in self.holders[key]:
-                slots[position] = entry
-            every = [*entries, {}]  # slot -1: a run without this section
-            paths = sorted({path for leaves in entries for path in leaves})
-            for path in paths:
-                fields[path] = [every[slot].get(path, ABSENT) for slot in slots]
-        return dict(sorted(fields.items()))
 
 
 def setup_runs(store: Store, ref: str) -> str:
@@ -158,6 +117,50 @@ def setup_runs(store: Store, ref: str) -> str:
     return setup_of(store.show(record.run_id), version=record.dna_version)
 
 
+def _aggregated(conn: Connection, column: Any) -> Any:
+    """``column``'s values of a group as one comma-separated text."""
+    from sqlalchemy import Text, cast, func
+
+    if conn.dialect.name == "postgresql":
+        return func.string_agg(cast(column, Text), ",")
+    return func.group_concat(column)
+
+
+def _lists(rows: Iterable[Any]) -> tuple[Codes, Codes, Codes]:
+    """(key, "id,id,...") rows -> keys, each key's count, and every id in key order."""
+    keys: list[int] = []
+    texts: list[str] = []
+    for key, text in rows:
+        keys.append(int(key))
+        texts.append(text)
+    flat = (
+        np.fromstring(",".join(texts), dtype=np.int64, sep=",") if texts else np.zeros(0, np.int64)
+    )
+    counts = np.array([t.count(",") + 1 for t in texts], dtype=np.int64)
+    return np.array(keys, dtype=np.int64), counts, flat
+
+
+def _grouped(
+    conn: Connection, table: Any, key: Any, keys: Sequence[int]
+) -> tuple[Codes, Codes, Codes]:
+    """Per key of ``keys``: the ``value_id`` of ``table`` rows, one aggregated row a key."""
+    from sqlalchemy import select
+
+    parts = [
+        _lists(
+            conn.execute(
+                select(key, _aggregated(conn, table.value_id)).where(key.in_(batch)).group_by(key)
+            )
+        )
+        for batch in chunks(keys, _PER_STATEMENT)
+    ]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    found, counts, flat = (np.concatenate(p) for p in zip(*parts, strict=True))
+    return found, counts, flat
+
+
 def read_fleet(
     store: Store,
     *,
@@ -170,24 +173,28 @@ def read_fleet(
     whether ``status.state`` is ``state``."""
     from sqlalchemy import select
 
-    from expdna.store.index.models import Blob, Metric, Run
+    from expdna.store.index.models import (
+        Fact,
+        FactPath,
+        FactSetMember,
+        FactValue,
+        Metric,
+        Run,
+        RunFactSet,
+    )
 
     if setup is None and not filters:
         raise InvalidInputError("give the runs to explain: --same-setup RUN or --where PATH=VALUE")
     with store.index.read() as conn:
-        stmt = filtered(
-            conn,
-            select(Run.id, Run.run_id, Blob.digest).join(Blob, Blob.id == Run.manifest_blob_id),
-            filters=filters,
-        )
+        stmt = filtered(conn, select(Run.id, Run.run_id, Run.state), filters=filters)
         if stmt is None:
             return Fleet([], [], {}, setup)
         if setup is not None:
             stmt = stmt.where(Run.setup == setup)
         rows = conn.execute(stmt.order_by(Run.id)).all()
+        chosen = stmt.with_only_columns(Run.id).scalar_subquery()
         values: dict[int, float] = {}
         if metric is not None:
-            chosen = stmt.with_only_columns(Run.id).scalar_subquery()
             values = {
                 int(pk): float(value)
                 for pk, value in conn.execute(
@@ -196,36 +203,157 @@ def read_fleet(
                     )
                 )
             }
+        pks = np.array([int(pk) for pk, _, _ in rows], dtype=np.int64)
+        run_keys, set_counts, set_ids = _lists(
+            conn.execute(
+                select(RunFactSet.run_pk, _aggregated(conn, RunFactSet.set_id))
+                .where(RunFactSet.run_pk.in_(chosen))
+                .group_by(RunFactSet.run_pk)
+            )
+        )
+        links = np.stack([np.repeat(run_keys, set_counts), set_ids], axis=1)
+        cells = _cells(conn, pks, links, FactSetMember, Fact)
+        ids = np.flatnonzero(np.bincount(cells[1])) if len(cells[1]) else cells[1]
+        texts = _texts(conn, ids, FactValue, FactPath)
     runs = [str(run_id) for _, run_id, _ in rows]
-    sections = _Sections()
-    states: list[str | None] = []
-    for position, (_, _, digest) in enumerate(rows):
-        doc = json.loads(store.objects.read_verified(digest))
-        states.append(_state(doc))
-        for key, value in doc.items():
-            if key not in _NOT_SECTIONS:
-                sections.add(position, key, value)
-        environment = doc.get("environment")
-        packages = environment.get("packages_digest") if isinstance(environment, dict) else None
-        if isinstance(packages, str) and packages.startswith("blake3:"):
-            sections.add_listing(position, packages, functools.partial(_listing, store, packages))
     outcome: list[float | None]
     if state is not None:
-        outcome = [None if s is None else float(s == state) for s in states]
+        outcome = [None if s is None else float(s == state) for _, _, s in rows]
     else:
         outcome = [values.get(int(pk)) for pk, _, _ in rows]
-    fields = sections.columns(len(rows))
-    log.debug("explain: %d runs, %d fields", len(runs), len(fields))
-    return Fleet(runs, outcome, fields, setup)
+    fields = _columns(len(rows), cells, texts, ids)
+    if PACKAGES_DIGEST in fields:
+        fields.update(_installed(store, fields[PACKAGES_DIGEST]))
+    log.debug("explain: %d runs, %d fields read", len(runs), len(fields))
+    return Fleet(runs, outcome, dict(sorted(fields.items())), setup)
 
 
-def _state(doc: dict[str, Any]) -> str | None:
-    """The ``status.state`` fact of a manifest document (the outcome, left out of
-    :func:`_leaves`), as the index holds it."""
-    from expdna.store.record.flatten import fact_value
+def _expand(positions: Codes, links: Codes, keys: Codes, counts: Codes, flat: Codes) -> Cells:
+    """For each link (the run at ``positions[i]`` holds key ``links[i]``), every id the key
+    holds (``counts[k]`` ids of ``flat`` for ``keys[k]``, in order): (run position, id) per
+    cell. A link to a key with no ids (an empty set) adds none."""
+    starts = np.cumsum(counts) - counts
+    order = np.argsort(keys)
+    where = np.minimum(np.searchsorted(keys[order], links), max(len(keys) - 1, 0))
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    found = keys[order][where] == links
+    where = order[where[found]]
+    lengths = counts[where]
+    total = int(lengths.sum())
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(positions[found], lengths), flat[np.repeat(starts[where], lengths) + offsets]
 
-    status = doc.get("status")
-    return fact_value(status.get("state")) if isinstance(status, dict) else None
+
+def _cells(conn: Connection, pks: Codes, links: Codes, members: Any, own: Any) -> Cells:
+    """(run position, value id) of every fact the runs hold, less the members of the sets
+    every run links to (the same for all of them)."""
+    count = len(pks)
+    sets, holders = np.unique(links[:, 1], return_counts=True)
+    shared = holders[np.searchsorted(sets, links[:, 1])] == count
+    varying = links[~shared]
+    keys, counts, flat = _grouped(conn, members, members.set_id, sets[holders < count].tolist())
+    set_runs, set_values = _expand(
+        np.searchsorted(pks, varying[:, 0]), varying[:, 1], keys, counts, flat
+    )
+    keys, counts, flat = _grouped(conn, own, own.run_pk, pks.tolist())
+    own_runs = np.repeat(np.searchsorted(pks, keys), counts)
+    return np.concatenate([set_runs, own_runs]), np.concatenate([set_values, flat])
+
+
+def _texts(conn: Connection, ids: Codes, values: Any, paths: Any) -> tuple[list[str], list[str]]:
+    """The path and the value text of each id of ``ids`` (sorted), as two lists."""
+    from sqlalchemy import select
+
+    found: dict[int, tuple[str, str]] = {}
+    for batch in chunks(ids.tolist(), _PER_STATEMENT):
+        stmt = (
+            select(values.id, paths.path, values.value)
+            .join(paths, paths.id == values.path_id)
+            .where(values.id.in_(batch))
+        )
+        found.update((int(i), (str(p), str(v))) for i, p, v in conn.execute(stmt))
+    pairs = [found[i] for i in ids.tolist()]
+    return [p for p, _ in pairs], [v for _, v in pairs]
+
+
+def _columns(
+    count: int, cells: Cells, texts: tuple[list[str], list[str]], ids: Codes
+) -> dict[str, Column]:
+    """path -> :class:`Column` over ``count`` runs, from the (run, value id) cells; fields
+    every run holds alike are left out."""
+    paths, values = texts
+    names = sorted(set(paths))
+    number = {p: i for i, p in enumerate(names)}
+    path_of = np.array(
+        [-1 if p.startswith(_SKIPPED_PREFIXES) else number[p] for p in paths], dtype=np.int64
+    )
+    runs, value = cells
+    position = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=np.int64)
+    position[ids] = np.arange(len(ids))
+    value = position[value]
+    path = path_of[value]
+    keep = path >= 0
+    runs, value, path = runs[keep], value[keep], path[keep]
+    # one cell per (field, run): a dense table, -1 where a run lacks the field
+    table = np.full((len(names), count), -1, dtype=np.int64)
+    table[path, runs] = value
+    texts_of = list(values)
+    key = path * count + runs
+    several = np.bincount(key, minlength=count * len(names))[key] > 1
+    if several.any():
+        table.flat[key[several]] = _joined(key[several], value[several], texts_of)
+    fields: dict[str, Column] = {}
+    renumber = np.zeros(len(texts_of) + 1, dtype=np.int64)
+    for j, name in enumerate(names):
+        shifted = table[j] + 1  # 0: absent
+        distinct = np.flatnonzero(np.bincount(shifted, minlength=len(texts_of) + 1))
+        if len(distinct) == 1:
+            continue  # every run holds one value, or none holds it
+        absent = distinct[0] == 0
+        held = distinct[1:] if absent else distinct
+        renumber[held] = np.arange(len(held))
+        if absent:
+            renumber[0] = len(held)  # the absent last
+        held_names = tuple(texts_of[v - 1] for v in held.tolist())
+        fields[name] = Column((*held_names, ABSENT) if absent else held_names, renumber[shifted])
+    return fields
+
+
+def _joined(key: Codes, value: Codes, texts: list[str]) -> Codes:
+    """A leaf held several times in one run (two GPUs, two VBIOSes) as one value: the
+    sorted distinct texts of each key's values joined by ``|``, appended to ``texts``;
+    returns the new value of each cell (cells of one key alike)."""
+    order = np.lexsort((value, key))
+    key, value = key[order], value[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sizes = np.diff(np.r_[starts, len(key)])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    padded = np.full((len(starts), int(sizes.max())), -1, dtype=np.int64)
+    padded[group, np.arange(len(key)) - starts[group]] = value
+    # runs of one fleet hold few distinct combinations (every run's two GPU indexes)
+    combinations, which = np.unique(padded, axis=0, return_inverse=True)
+    base = len(texts)
+    for combination in combinations.tolist():
+        texts.append("|".join(sorted({texts[v] for v in combination if v >= 0})))
+    joined = np.empty(len(key), dtype=np.int64)
+    joined[order] = base + which.reshape(-1)[group]
+    return joined
+
+
+def _installed(store: Store, listings: Column) -> dict[str, Column]:
+    """``installed.NAME`` columns from the package listing each run's digest names."""
+    read = [{} if ref == ABSENT else _listing(store, ref) for ref in listings.names]
+    packages = sorted({name for versions in read for name in versions})
+    fields: dict[str, Column] = {}
+    for name in packages:
+        versions = [versions.get(name, ABSENT) for versions in read]
+        distinct = sorted(set(versions))
+        if len(distinct) == 1:
+            continue
+        lookup = np.array([distinct.index(v) for v in versions], dtype=np.int64)
+        fields[INSTALLED + name] = Column(tuple(distinct), lookup[listings.codes])
+    return fields
 
 
 def _listing(store: Store, ref: str) -> dict[str, str]:

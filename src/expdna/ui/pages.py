@@ -233,7 +233,7 @@ def explain_page(request: Request) -> Response:
     if asked.metric is not None:
         metric = fleet.outcome
         for finding in report.findings[:EXPLAIN_DRAWN]:
-            column = fleet.fields[finding.fields[0]]
+            column = fleet.fields[finding.fields[0]].values()
             groups = [
                 (
                     v.value,

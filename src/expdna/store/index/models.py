@@ -145,6 +145,8 @@ class Fact(Base):
     __tablename__ = "facts"
     __table_args__ = (
         PrimaryKeyConstraint("value_id", "run_pk"),
+        # a run's own facts (expdna explain reads them per run): the key reversed
+        Index(None, "run_pk", "value_id"),
         {"sqlite_with_rowid": False},
     )
 
@@ -171,6 +173,8 @@ class FactSetMember(Base):
     __tablename__ = "fact_set_members"
     __table_args__ = (
         PrimaryKeyConstraint("value_id", "set_id"),
+        # a set's members (expdna explain): the key reversed
+        Index(None, "set_id", "value_id"),
         {"sqlite_with_rowid": False},
     )
 
@@ -184,6 +188,8 @@ class RunFactSet(Base):
     __tablename__ = "run_fact_sets"
     __table_args__ = (
         PrimaryKeyConstraint("set_id", "run_pk"),
+        # a run's sets (expdna explain): the key reversed
+        Index(None, "run_pk", "set_id"),
         {"sqlite_with_rowid": False},
     )
 

@@ -1,4 +1,4 @@
 """The index schema revision this expdna writes and reads, without importing alembic or
 SQLAlchemy (a test holds it equal to the newest revision in ``expdna/migrations``)."""
 
-HEAD = "b7e4c2a91f30"
+HEAD = "392ae1483611"
