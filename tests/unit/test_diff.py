@@ -338,3 +338,24 @@ def test_items_without_distinct_names_keep_their_order() -> None:
         "runtime.nodes.1.role",
         "runtime.nodes.1.resources.GPU",
     ]
+
+
+def test_the_dna_shown_is_each_manifests_own_when_config_files_are_paired() -> None:
+    # nanoGPT's positional config file, the same file in two clones: pairing re-keys it
+    # by its short name, yet the DNA printed must be the one the manifests carry.
+    def with_config(root: str) -> Manifest:
+        path = f"{root}/config/train_shakespeare_char.py"
+        return make(
+            command__cwd=root,
+            command__argv=["python", "train.py", "config/train_shakespeare_char.py"],
+            config__config_files={path: "blake3:" + "c" * 64},
+            config__config_file_details={path: {"name": "train_shakespeare_char.py"}},
+        )
+
+    a, b = with_config("/work/nanoGPT"), with_config("/work/nanoGPT2")
+    report = diff_manifests(a, b)
+    assert report.equal
+    assert a.dna is not None and b.dna is not None
+    assert report.dna == (a.dna.value, b.dna.value)
+    assert {name: s.a for name, s in report.sections.items()} == a.dna.sections
+    assert render(report)[-1] == f"dna: {a.dna.value[:12]} (equal)"

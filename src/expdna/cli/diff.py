@@ -79,7 +79,10 @@ def render(report: DiffReport) -> list[str]:
     for change in report.changes:
         lines += change_lines(change)
     a, b = (short(value) for value in report.dna)
-    lines.append(f"dna: {a} (equal)" if report.equal else f"dna: {a} -> {b} (differ)")
+    if report.equal:
+        lines.append(f"dna: {a} (equal)" if a == b else f"dna: {a} -> {b} (equal once paired)")
+    else:
+        lines.append(f"dna: {a} -> {b} (differ)")
     return lines
 
 
