@@ -359,3 +359,19 @@ def test_the_dna_shown_is_each_manifests_own_when_config_files_are_paired() -> N
     assert report.dna == (a.dna.value, b.dna.value)
     assert {name: s.a for name, s in report.sections.items()} == a.dna.sections
     assert render(report)[-1] == f"dna: {a.dna.value[:12]} (equal)"
+
+
+def test_a_patch_with_binary_files_only_one_side_has_is_judged() -> None:
+    # The DDP tutorial's snapshot.pt, untracked in a clean checkout: b's patch is new.
+    patch = {
+        "digest": "blake3:" + "b" * 64,
+        "size": 197,
+        "binary_files": [{"path": "snapshot.pt", "digest": "blake3:" + "d" * 64, "size": 9}],
+    }
+    a = make(code__relax__dirty=False, code__relax__patch=None)
+    b = make(code__relax__patch=patch)
+    report = diff_manifests(a, b)
+    assert not report.equal
+    changes = {c.path: (c.severity, c.in_dna) for c in report.changes}
+    assert changes["code.relax.patch.digest"] == ("CRITICAL", True)
+    assert changes["code.relax.patch.binary_files[snapshot.pt]"][1]

@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from expdna.compare.config_roles import BY_PATH, by_role
-from expdna.compare.keyed import Name, Row, dotted, keyed, plain, unkeyed
+from expdna.compare.keyed import Items, Name, Row, dotted, keyed, plain, unkeyed
 from expdna.compare.patch_files import changed_files
 from expdna.compare.repos import match_repos
 from expdna.manifest.dna import compute_dna, verify_dna
@@ -227,8 +227,8 @@ def _with_leaf(doc: Any, keys: Keys, value: Any) -> Any:
     copy = type(doc)(doc) if isinstance(doc, dict) else {}
     if rest:
         child = copy.get(str(head))
-        if child is None:
-            child = [] if isinstance(rest[0], int) else {}
+        if child is None:  # a named item under a list b alone has lands in a named list
+            child = [] if isinstance(rest[0], int) else Items() if isinstance(rest[0], Name) else {}
         copy[str(head)] = _with_leaf(child, rest, value)
     elif value is None:
         copy.pop(str(head), None)
