@@ -375,3 +375,11 @@ def test_a_patch_with_binary_files_only_one_side_has_is_judged() -> None:
     changes = {c.path: (c.severity, c.in_dna) for c in report.changes}
     assert changes["code.relax.patch.digest"] == ("CRITICAL", True)
     assert changes["code.relax.patch.binary_files[snapshot.pt]"][1]
+    # Its part of the patch is a binary file, not a file of no lines.
+    text = (
+        "diff --git a/snapshot.pt b/snapshot.pt\nnew file mode 100644\n"
+        "index 0000000..06cc178\nBinary files /dev/null and b/snapshot.pt differ\n"
+    )
+    with_text = make(code__relax__patch={**patch, "text": text})
+    lines = render(diff_manifests(a, with_text))
+    assert "    snapshot.pt: (none) -> binary" in lines

@@ -38,7 +38,9 @@ def shown(value: Any) -> str:
 
 
 def _counts(side: dict[str, int] | None) -> str:
-    return "(none)" if side is None else f"+{side['added']} -{side['removed']}"
+    if side is None:
+        return "(none)"
+    return "binary" if side.get("binary") else f"+{side['added']} -{side['removed']}"
 
 
 def _item(value: Any) -> str:
