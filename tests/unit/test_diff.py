@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from expdna.cli.diff import render, shown
 from expdna.compare.diff import diff_manifests, flatten, severity_of
-from expdna.manifest.dna import compute_dna
+from expdna.manifest.dna import compute_dna, short
 from expdna.manifest.model import DNA_SECTIONS, Manifest
 
 COMMIT = "1c8e2fb" + "0" * 33
@@ -383,3 +384,21 @@ def test_a_patch_with_binary_files_only_one_side_has_is_judged() -> None:
     with_text = make(code__relax__patch={**patch, "text": text})
     lines = render(diff_manifests(a, with_text))
     assert "    snapshot.pt: (none) -> binary" in lines
+
+
+def test_a_manifest_of_an_older_dna_version_is_named_with_its_own_dna(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from expdna.cli import cli
+    from expdna.manifest.io import write_manifest
+
+    old = make()
+    old.dna = compute_dna(old, version=2)
+    write_manifest(make(), tmp_path / "a.json")
+    write_manifest(old, tmp_path / "b.json")
+    done = CliRunner().invoke(cli, ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    assert done.exit_code == 0, done.output
+    assert (
+        f"expdna: note: {tmp_path / 'b.json'}: its DNA {short(old.dna.value)} is version 2; "
+        "compared in version 3"
+    ) in done.stderr
