@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -400,3 +401,32 @@ def test_a_manifest_with_nothing_collected_is_not_a_pass() -> None:
     [finding] = report.results
     assert finding.field == "sections"
     assert finding.note is not None and "nothing recorded" in finding.note
+
+
+def test_every_file_of_an_unversioned_tree_is_checked_not_only_the_entry(tmp_path: Path) -> None:
+    # A scratch folder outside git: train.py imports helper.py; editing helper.py or adding
+    # a module changes the code the entry runs.
+    from expdna.collectors.unversioned import unversioned_tree
+    from expdna.collectors.worktree import FileHasher
+    from expdna.compare.entry import entry_findings
+
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    (folder / "train.py").write_text("import helper\n")
+    (folder / "helper.py").write_text("x = 1\n")
+    recorded = make(
+        command={"argv": ["python", "train.py"], "cwd": str(folder)},
+        code={"scratch": unversioned_tree(folder, FileHasher(use_cache=False))},
+    )
+
+    def entry() -> list[tuple[str, str]]:
+        found = entry_findings(recorded, make(), folder, {})
+        return [(f.status, f.note or "") for f in found]
+
+    assert entry() == [("PASS", "in unversioned tree scratch")]
+    (folder / "helper.py").write_text("x = 2\n")
+    (folder / "newmod.py").write_text("y = 1\n")
+    assert entry() == [
+        ("FAIL", "changed since it was recorded in unversioned tree scratch: "
+         "helper.py (changed), newmod.py (new)")
+    ]  # fmt: skip

@@ -103,6 +103,15 @@ def test_interpreter_options_are_not_training_arguments() -> None:
     }
 
 
+def test_a_launcher_value_never_runs_on_into_the_scripts_positionals() -> None:
+    # pytorch/examples' DDP tutorial: `torchrun ... multigpu_torchrun.py 50 10`.
+    argv = ["torchrun", "--standalone", "--nproc-per-node", "2", "multigpu_torchrun.py", "50"]
+    assert parse_args([*argv, "10"]) == {"standalone": True, "nproc_per_node": 2}
+    assert parse_args(["python", "-X", "dev", "train.py", "--lr", "0.1", "0.2"]) == {
+        "lr": [0.1, 0.2]
+    }
+
+
 def test_numbers_after_a_value_form_a_list() -> None:
     assert parse_args(["--betas", "0.9", "0.999", "--gpus", "0", "1", "2", "--name", "a", "1"]) == {
         "betas": [0.9, 0.999],

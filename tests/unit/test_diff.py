@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from expdna.cli.diff import render, shown
 from expdna.compare.diff import diff_manifests, flatten, severity_of
-from expdna.manifest.dna import compute_dna
+from expdna.manifest.dna import compute_dna, short
 from expdna.manifest.model import DNA_SECTIONS, Manifest
 
 COMMIT = "1c8e2fb" + "0" * 33
@@ -338,3 +339,66 @@ def test_items_without_distinct_names_keep_their_order() -> None:
         "runtime.nodes.1.role",
         "runtime.nodes.1.resources.GPU",
     ]
+
+
+def test_the_dna_shown_is_each_manifests_own_when_config_files_are_paired() -> None:
+    # nanoGPT's positional config file, the same file in two clones: pairing re-keys it
+    # by its short name, yet the DNA printed must be the one the manifests carry.
+    def with_config(root: str) -> Manifest:
+        path = f"{root}/config/train_shakespeare_char.py"
+        return make(
+            command__cwd=root,
+            command__argv=["python", "train.py", "config/train_shakespeare_char.py"],
+            config__config_files={path: "blake3:" + "c" * 64},
+            config__config_file_details={path: {"name": "train_shakespeare_char.py"}},
+        )
+
+    a, b = with_config("/work/nanoGPT"), with_config("/work/nanoGPT2")
+    report = diff_manifests(a, b)
+    assert report.equal
+    assert a.dna is not None and b.dna is not None
+    assert report.dna == (a.dna.value, b.dna.value)
+    assert {name: s.a for name, s in report.sections.items()} == a.dna.sections
+    assert render(report)[-1] == f"dna: {a.dna.value[:12]} (equal)"
+
+
+def test_a_patch_with_binary_files_only_one_side_has_is_judged() -> None:
+    # The DDP tutorial's snapshot.pt, untracked in a clean checkout: b's patch is new.
+    patch = {
+        "digest": "blake3:" + "b" * 64,
+        "size": 197,
+        "binary_files": [{"path": "snapshot.pt", "digest": "blake3:" + "d" * 64, "size": 9}],
+    }
+    a = make(code__relax__dirty=False, code__relax__patch=None)
+    b = make(code__relax__patch=patch)
+    report = diff_manifests(a, b)
+    assert not report.equal
+    changes = {c.path: (c.severity, c.in_dna) for c in report.changes}
+    assert changes["code.relax.patch.digest"] == ("CRITICAL", True)
+    assert changes["code.relax.patch.binary_files[snapshot.pt]"][1]
+    # Its part of the patch is a binary file, not a file of no lines.
+    text = (
+        "diff --git a/snapshot.pt b/snapshot.pt\nnew file mode 100644\n"
+        "index 0000000..06cc178\nBinary files /dev/null and b/snapshot.pt differ\n"
+    )
+    with_text = make(code__relax__patch={**patch, "text": text})
+    lines = render(diff_manifests(a, with_text))
+    assert "    snapshot.pt: (none) -> binary" in lines
+
+
+def test_a_manifest_of_an_older_dna_version_is_named_with_its_own_dna(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from expdna.cli import cli
+    from expdna.manifest.io import write_manifest
+
+    old = make()
+    old.dna = compute_dna(old, version=2)
+    write_manifest(make(), tmp_path / "a.json")
+    write_manifest(old, tmp_path / "b.json")
+    done = CliRunner().invoke(cli, ["diff", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    assert done.exit_code == 0, done.output
+    assert (
+        f"expdna: note: {tmp_path / 'b.json'}: its DNA {short(old.dna.value)} is version 2; "
+        "compared in version 3"
+    ) in done.stderr

@@ -304,3 +304,17 @@ def test_confirmed_run_expands_the_own_home(
     )
     assert rerun_confirmed(manifest, report=PASSED, trust_command=True) == 0
     assert out.read_text() == f"--data={home}/data|"  # a location variable is not applied
+
+
+def test_a_manifest_edited_after_it_was_written_says_so_in_the_script() -> None:
+    # Someone swapped the argv and kept the trusted DNA: the reviewer must not read that
+    # DNA as the script's.
+    trusted = make(["python", "train.py", "--lr", "0.1"])
+    forged = trusted.model_copy(deep=True)
+    forged.command.argv = ["bash", "-c", "touch /tmp/owned"]
+    script = render_script(forged)
+    lines = script.splitlines()
+    assert lines[4] == f"# dna:          {short(trusted.dna.value)}"  # type: ignore[union-attr]
+    assert lines[5].startswith("# EDITED: the content hashes to ")
+    assert "rerun --confirm refuses it" in lines[5]
+    assert "# EDITED" not in render_script(trusted)

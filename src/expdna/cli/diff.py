@@ -14,7 +14,7 @@ from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.diff import Change, DiffReport, diff_manifests
-from expdna.manifest.dna import short
+from expdna.manifest.dna import DNA_VERSION, short
 
 #: Longest value shown whole in text output; JSON output always carries the full value.
 MAX_SHOWN = 60
@@ -38,7 +38,9 @@ def shown(value: Any) -> str:
 
 
 def _counts(side: dict[str, int] | None) -> str:
-    return "(none)" if side is None else f"+{side['added']} -{side['removed']}"
+    if side is None:
+        return "(none)"
+    return "binary" if side.get("binary") else f"+{side['added']} -{side['removed']}"
 
 
 def _item(value: Any) -> str:
@@ -79,7 +81,10 @@ def render(report: DiffReport) -> list[str]:
     for change in report.changes:
         lines += change_lines(change)
     a, b = (short(value) for value in report.dna)
-    lines.append(f"dna: {a} (equal)" if report.equal else f"dna: {a} -> {b} (differ)")
+    if report.equal:
+        lines.append(f"dna: {a} (equal)" if a == b else f"dna: {a} -> {b} (equal once paired)")
+    else:
+        lines.append(f"dna: {a} -> {b} (differ)")
     return lines
 
 
@@ -112,13 +117,20 @@ def diff_command(ctx: click.Context, config: StoreConfig, a: Path, b: Path, as_j
     """
     first, second = load_manifests([str(a), str(b)], config)
     report = diff_manifests(first, second)
-    for path, stale, stored, actual in zip(
-        (a, b), report.stale(), report.stored_dna, report.dna, strict=True
+    for path, manifest, stale, stored, actual in zip(
+        (a, b), (first, second), report.stale(), report.stored_dna, report.dna, strict=True
     ):
         if stale and stored is not None:
             click.echo(
                 f"expdna: warning: {path}: stored DNA {short(stored)} does not match its "
                 f"content ({short(actual)}); comparing the recomputed one",
+                err=True,
+            )
+        elif manifest.dna is not None and manifest.dna.version != DNA_VERSION:
+            # Its own DNA (what runs and twins show) is not the one printed below.
+            click.echo(
+                f"expdna: note: {path}: its DNA {short(manifest.dna.value)} is version "
+                f"{manifest.dna.version}; compared in version {DNA_VERSION}",
                 err=True,
             )
     if as_json:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from expdna.collectors.context import CollectContext
@@ -60,20 +60,21 @@ def _is_option(word: str) -> bool:
 _PYTHON = re.compile(r"^(python|pypy)[\d.]*(\.exe)?$")
 
 
-def script_argv(argv: Sequence[str]) -> list[str]:
-    """The program's own words when ``argv`` starts with an interpreter or a launcher.
+def script_argv(argv: Sequence[str]) -> list[list[str]]:
+    """The program's own words when ``argv`` starts with an interpreter or a launcher, each
+    part of the command on its own (a value never runs on from one part into the next).
 
-    ``python -u train.py --lr 1`` -> ``["--lr", "1"]``; ``python -m pkg.train --lr 1`` ->
-    ``["--lr", "1"]``: interpreter options (-u, -O, -X dev...) are not training arguments
+    ``python -u train.py --lr 1`` -> ``[["--lr", "1"]]``; ``python -m pkg.train --lr 1`` ->
+    ``[["--lr", "1"]]``: interpreter options (-u, -O, -X dev...) are not training arguments
     (:func:`expdna.manifest.command_line.parse_command`). A launcher's options are kept
-    before them (``torchrun --nproc-per-node 2 train.py --lr 1`` ->
-    ``["--nproc-per-node", "2", "--lr", "1"]``): they shape the run.
+    before them (``torchrun --nproc-per-node 2 train.py 50 10`` ->
+    ``[["--nproc-per-node", "2"], ["50", "10"]]``): they shape the run.
     """
     words = list(argv)
     shape = parse_command(words)
     if shape.launcher is None and shape.interpreter is None:
-        return words
-    return [*shape.launcher_args, *shape.args]
+        return [words]
+    return [list(shape.launcher_args), list(shape.args)]
 
 
 def parse_args(argv: Sequence[str]) -> dict[str, Any]:
@@ -96,7 +97,13 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
         else:
             args[key] = value
 
-    words = script_argv(argv)
+    for words in script_argv(argv):
+        _parse_words(words, put)
+    return args
+
+
+def _parse_words(words: Sequence[str], put: Callable[[str, Any], None]) -> None:
+    """Each argument of one part of a command, given to ``put`` (see :func:`parse_args`)."""
     i = 0
     while i < len(words):
         word = words[i]
@@ -125,7 +132,6 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
             put(word, values[0] if len(values) == 1 else values)
         else:
             put(word, True)
-    return args
 
 
 def select_env(environ: Mapping[str, str]) -> dict[str, str]:

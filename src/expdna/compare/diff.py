@@ -17,7 +17,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from expdna.compare.config_roles import BY_PATH, by_role
-from expdna.compare.keyed import Name, Row, dotted, keyed, plain, unkeyed
+from expdna.compare.keyed import Items, Name, Row, dotted, keyed, plain, unkeyed
 from expdna.compare.patch_files import changed_files
 from expdna.compare.repos import match_repos
 from expdna.manifest.dna import compute_dna, verify_dna
@@ -101,9 +101,12 @@ class Change:
 
 @dataclass(frozen=True)
 class DiffReport:
+    #: Each manifest's own DNA in the current version.
     dna: tuple[str, str]
     sections: dict[str, SectionDiff]
     changes: tuple[Change, ...]
+    #: One setup: the DNAs are equal once repositories and config files are paired.
+    same: bool
     #: The DNA each file claims (``None`` when it has no ``dna`` block).
     stored_dna: tuple[str | None, str | None]
     #: Per side: whether the stored DNA matches the content in its own DNA version (a
@@ -112,7 +115,7 @@ class DiffReport:
 
     @property
     def equal(self) -> bool:
-        return self.dna[0] == self.dna[1]
+        return self.same
 
     def stale(self) -> tuple[bool, bool]:
         """Per side: the stored DNA exists and disagrees with its content."""
@@ -224,8 +227,8 @@ def _with_leaf(doc: Any, keys: Keys, value: Any) -> Any:
     copy = type(doc)(doc) if isinstance(doc, dict) else {}
     if rest:
         child = copy.get(str(head))
-        if child is None:
-            child = [] if isinstance(rest[0], int) else {}
+        if child is None:  # a named item under a list b alone has lands in a named list
+            child = [] if isinstance(rest[0], int) else Items() if isinstance(rest[0], Name) else {}
         copy[str(head)] = _with_leaf(child, rest, value)
     elif value is None:
         copy.pop(str(head), None)
@@ -257,11 +260,14 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
     plain_a, plain_b = by_role(a.to_dict(), _as_in(b.to_dict(), a, b))
     doc_a, doc_b = _named(keyed(plain_a)), _named(keyed(plain_b))
     dna_a, dna_b = compute_dna(plain_a), compute_dna(plain_b)
+    # Equality is judged on the paired documents; the digests shown are each manifest's own
+    # (re-keyed config files project differently, and a DNA no run has names nothing).
+    own_a, own_b = compute_dna(a), compute_dna(b)
     sections: dict[str, SectionDiff] = {
         name: SectionDiff(
             equal=dna_a.sections[name] == dna_b.sections[name],
-            a=dna_a.sections[name],
-            b=dna_b.sections[name],
+            a=own_a.sections[name],
+            b=own_b.sections[name],
         )
         for name in DNA_SECTIONS
     }
@@ -302,7 +308,8 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
     # What changes the DNA first; then the most severe; within that, document order.
     changes.sort(key=_rank)
     return DiffReport(
-        dna=(dna_a.value, dna_b.value),
+        dna=(own_a.value, own_b.value),
+        same=equal,
         sections=sections,
         changes=tuple(changes),
         stored_dna=(a.dna.value if a.dna else None, b.dna.value if b.dna else None),

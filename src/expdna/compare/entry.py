@@ -154,8 +154,39 @@ def _in_unversioned(recorded: Manifest, entry: Entry) -> Finding | None:
         if digest is None:
             continue
         here = str(entry.path)
-        if ref(hash_file(entry.path)[0]) == digest:
-            return Finding("command.entry", "PASS", entry.word, here, f"in unversioned tree {name}")
         why = f"changed since it was recorded in unversioned tree {name}"
-        return Finding("command.entry", "FAIL", entry.word, here, why)
+        if ref(hash_file(entry.path)[0]) != digest:
+            return Finding("command.entry", "FAIL", entry.word, here, why)
+        # The entry imports its neighbours: the tree is the code, not the entry alone.
+        changes = _tree_changes(listed, entry.path.parent)
+        if changes:
+            return Finding("command.entry", "FAIL", entry.word, here, f"{why}: {changes}")
+        return Finding("command.entry", "PASS", entry.word, here, f"in unversioned tree {name}")
     return None
+
+
+#: How many changed files of an unversioned tree a finding names.
+_NAMED_CHANGES = 5
+
+
+def _tree_changes(listed: Mapping[str, str], top: Path) -> str:
+    """The files under ``top`` that differ from the recorded ``{path: digest}`` listing,
+    collected as the run collected them, in words ("" when none)."""
+    from expdna.collectors.unversioned import unversioned_tree
+    from expdna.collectors.worktree import FileHasher
+
+    hasher = FileHasher(use_cache=True)
+    try:
+        files = unversioned_tree(top, hasher)["tree"]["files"]
+    finally:
+        hasher.close()
+    here = {str(path): str(digest) for path, digest in files}
+    changed = [
+        f"{path} ({'missing' if path not in here else 'changed'})"
+        for path, digest in listed.items()
+        if here.get(path) != digest
+    ]
+    changed += [f"{path} (new)" for path in here if path not in listed]
+    changed.sort()
+    more = len(changed) - _NAMED_CHANGES
+    return ", ".join(changed[:_NAMED_CHANGES]) + (f" (and {more} more)" if more > 0 else "")

@@ -13,6 +13,8 @@ from typing import Any
 from blake3 import blake3
 
 _HEADER = re.compile(r"^diff --git a/(?P<a>.*) b/(?P<b>.*)$")
+#: How ``git diff`` marks a binary file's part, without and with ``--binary``.
+_BINARY = ("Binary files ", "GIT binary patch")
 
 
 @dataclass(frozen=True)
@@ -21,9 +23,12 @@ class FileStat:
     removed: int
     #: blake3 hex of this file's part of the patch: equal counts can hide different lines.
     digest: str
+    #: A binary file (a checkpoint left in the checkout): it has no lines to count.
+    binary: bool = False
 
     def to_dict(self) -> dict[str, int]:
-        return {"added": self.added, "removed": self.removed}
+        counts = {"added": self.added, "removed": self.removed}
+        return counts | {"binary": True} if self.binary else counts
 
 
 def file_stats(text: str) -> dict[str, FileStat]:
@@ -43,6 +48,7 @@ def file_stats(text: str) -> dict[str, FileStat]:
             added=sum(ln.startswith("+") for ln in body),
             removed=sum(ln.startswith("-") for ln in body),
             digest=blake3("\n".join(part).encode("utf-8", "surrogatepass")).hexdigest(),
+            binary=any(ln.startswith(_BINARY) for ln in body),
         )
     return stats
 

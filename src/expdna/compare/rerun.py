@@ -31,6 +31,7 @@ from expdna.compare.env_policy import is_applied, not_applied_reason
 from expdna.compare.relaunch import SCRIPT_INTERPRETER, Relaunch, plan
 from expdna.errors import ExpdnaError, InvalidInputError, RefusedError
 from expdna.manifest.dna import compute_dna, short
+from expdna.manifest.dna import verify_dna as recompute
 from expdna.manifest.escape import is_escaped, to_bytes, to_os_str
 from expdna.manifest.model import Manifest, Repo
 
@@ -276,6 +277,23 @@ def _command_lines(manifest: Manifest, launch: Relaunch, listed: set[str]) -> li
     return out
 
 
+def _edited_lines(manifest: Manifest) -> list[str]:
+    """A warning when the content no longer hashes to the stored DNA: the reviewer must not
+    take that DNA for the script's (``--confirm`` refuses such a manifest)."""
+    if manifest.dna is None:
+        return []  # the header shows the content's own DNA
+    try:
+        computed = recompute(manifest).value
+    except ValueError:
+        return ["# EDITED: its DNA version is unknown here; rerun --confirm refuses it."]
+    if computed == manifest.dna.value:
+        return []
+    return [
+        f"# EDITED: the content hashes to {short(computed)}, not to the dna above: the "
+        "manifest was changed after it was written; rerun --confirm refuses it."
+    ]
+
+
 def render_script(manifest: Manifest) -> str:
     """The POSIX shell script that would rerun ``manifest``, for a person to review."""
     listed = set(manifest.collection.redacted)
@@ -289,6 +307,7 @@ def render_script(manifest: Manifest) -> str:
         "# It installs nothing and changes no git state: set up the code below by hand.",
         f"# run:          {_one_line(manifest.run_id)}",
         f"# dna:          {short(dna)}",
+        *_edited_lines(manifest),
         f"# generated_at: {_one_line(manifest.generated_at)}",
         "#",
     ]
@@ -458,7 +477,6 @@ def rerun_confirmed(
 def verify_dna(manifest: Manifest) -> None:
     """Refuse (exit 2) a manifest without a DNA or whose content no longer hashes to it
     (recomputed in the version it names, so older manifests still verify)."""
-    from expdna.manifest.dna import verify_dna as recompute
     from expdna.store.errors import DnaMismatchError
 
     if manifest.dna is None:
