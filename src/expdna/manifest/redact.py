@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from expdna.manifest.redact_commands import argv_secrets
-from expdna.manifest.redact_embedded import changed_strings, embedded_json, rewrite
+from expdna.manifest.redact_embedded import changed_strings, embedded_document, rewrite
 from expdna.manifest.redact_lines import redact_text_with as _redact_text
 from expdna.manifest.redact_names import DIGEST_NAME, hide_random, is_secret, is_secret_name, mask
 from expdna.manifest.redact_rules import REDACTED_MARK, Rule, apply, home_rule
@@ -183,12 +183,13 @@ class _Walk:
             self.hidden.add(obj)
             return mask(obj)
         new = _redact_text(obj, self.home)
-        parsed = embedded_json(obj)
-        if parsed is not None:  # JSON in a string: walked by name, like a config file
+        found = embedded_document(obj)
+        if found is not None:  # JSON, YAML or TOML in a string: walked like a config file
+            fmt, parsed = found
             inner = _Walk(self.home, blocks=("",))
             walked = inner.value(parsed, "", "", "")
             self.hidden |= inner.hidden
-            new = rewrite(new, changed_strings(parsed, walked))
+            new = rewrite(new, changed_strings(parsed, walked), fmt)
         if new == obj and path.startswith(_BACKSTOP_SECTIONS) and not DIGEST_NAME.search(key):
             new = _backstop_word(obj)
         return new
