@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import shlex
 import shutil
 import sqlite3
@@ -381,8 +382,11 @@ def test_a_look_alike_survives_in_every_place() -> None:
     lines = [LOOK_ALIKES[name] for name in sorted(LOOK_ALIKES)]
     # outside pytest's temporary directory: detect-secrets flags 32-hex cache keys and
     # digests, which must stay, so the session-end scan is not where they belong
+    # in a remote, a look-alike is a repository's path (`.../--num-pass/2.git`)
+    slugs = [re.sub(r"[^\w.=/-]+", "-", line.replace(" ", "/")) for line in lines]
+    remotes = [f"https://github.com/example/{slug}.git" for slug in slugs]
     with tempfile.TemporaryDirectory() as inputs:
-        run = plant(Path(inputs), lines, [], lines)
+        run = plant(Path(inputs), lines, remotes, lines)
         doc = run.manifest.model_dump(mode="json")
         stored = dict(held(run.manifest, Path(inputs) / "store"))
     assert doc["command"]["argv"] == run.argv
@@ -390,8 +394,11 @@ def test_a_look_alike_survives_in_every_place() -> None:
     for i, line in enumerate(lines):
         assert doc["config"]["selected_env"][f"SLURM_NOTE_{i}"] == line
         assert doc["config"]["resolved_args"][f"note{i}"] == line
-    (repo,) = doc["code"].values()
+    repo = doc["code"]["repo"]
     assert repo["remote"] == "https://github.com/example/vit.git"
+    assert sorted(r["remote"] for name, r in doc["code"].items() if name != "repo") == sorted(
+        remotes
+    )
     patch = repo["patch"]["text"]
     for line in lines:
         for written in (f"+# {line}\n", f"+{line}\n", json.dumps(f"!{line}\n")):
