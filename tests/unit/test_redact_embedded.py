@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from expdna.manifest.redact import redact_tree
+from expdna.manifest.redact import redact_text, redact_tree
 from expdna.manifest.redact_embedded import embedded_document
 
 PW = "Hunter22abc"
@@ -125,3 +125,30 @@ def test_without_pyyaml_yaml_is_text(monkeypatch: pytest.MonkeyPatch) -> None:
     text = f"db:\n  password: {PW}\n"
     out, _ = redact_tree({"config": {"resolved_args": {"note": text}}})
     assert PW not in out["config"]["resolved_args"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (f"api_keys: [{PW}, {OTHER}]", "api_keys: [***, ***]"),
+        (f'api_keys = ["{PW}", "{OTHER}"]', 'api_keys = ["***", "***"]'),
+        (f"credentials: {{user: ci, value: {OTHER}}}", "credentials: {user: ***, value: ***}"),
+        (
+            f'creds = {{ user = "ci", value = "{OTHER}" }}',
+            'creds = { user = "***", value = "***" }',
+        ),
+        (f'"api_keys": ["{PW}", "{OTHER}"],', '"api_keys": ["***", "***"],'),
+        ("password: [null, ~]", "password: [null, ~]"),
+        ("sizes: [1, 2, 3]", "sizes: [1, 2, 3]"),
+        ("tokens: {pad: '<pad>', eos: '</s>'}", "tokens: {pad: '<pad>', eos: '</s>'}"),
+    ],
+)
+def test_a_flow_collection_under_a_secret_name_in_text(line: str, expected: str) -> None:
+    # in a patch there is no parsed value to walk: the text rule hides every item
+    assert redact_text(line) == expected
+    patch = (
+        "diff --git a/c.yaml b/c.yaml\n--- a/c.yaml\n+++ b/c.yaml\n@@ -1 +1,2 @@\n"
+        f" lr: 0.1\n+{line}\n"
+    )
+    assert redact_text(patch).endswith(f"+{expected}\n")
+    assert redact_text(expected) == expected

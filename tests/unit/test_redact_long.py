@@ -43,6 +43,8 @@ LINES = (
     '"{\\"auths\\": {\\"reg.io\\": {\\"auth\\": \\"Y2ktYm90OlB6OHNLMnFMbTRSdA==\\"}}}"',
     "remember Q7xPz2mK9vLw4RtYb8NcJd3F for the mirror",
     "server 10.20.30.40 and host gpu-7.corp",
+    "api_keys: [Hunter22abc, Other33xyz]",
+    'creds = { user = "ci", value = "Hunter22abc" }',
 )
 
 

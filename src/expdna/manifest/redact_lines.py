@@ -25,6 +25,7 @@ from expdna.manifest.redact_names import (
     assignment,
     backstop,
     bare_backstop,
+    flow_collections,
     is_secret_name,
     mask,
 )
@@ -43,7 +44,7 @@ def _line_local(text: str) -> str:
             text = rule.pattern.sub(rule.replace, text)
     lower = text.lower()
     if any(w in lower for w in NAME_HINTS):
-        text = ASSIGNMENT.sub(assignment, text)
+        text = ASSIGNMENT.sub(assignment, flow_collections(text))
     if WORD_RUN.search(text):
         text = ANY_ASSIGNMENT.sub(backstop, text)
         text = BARE_WORD.sub(bare_backstop, text)
@@ -99,7 +100,7 @@ def _line_local_by_line(text: str) -> str:
     for i, line in enumerate(lines):
         line = _escaped_literals(line)
         if NAME_HINT.search(line):
-            line = ASSIGNMENT.sub(assignment, line)
+            line = ASSIGNMENT.sub(assignment, flow_collections(line))
         if WORD_RUN.search(line):
             line = BARE_WORD.sub(bare_backstop, ANY_ASSIGNMENT.sub(backstop, line))
         lines[i] = line
