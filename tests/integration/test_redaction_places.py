@@ -351,6 +351,11 @@ def test_a_planted_secret_is_nowhere(seed: int, tmp_path_factory: pytest.TempPat
     patch = next(r["patch"]["text"] for r in repos if r.get("patch"))
     for name in ("notes.txt", "analysis.ipynb", "launch.sh", "train.py"):
         assert f"b/{name}" in patch
+    # the redacted notebook is still a notebook: every cell, every source line's escapes
+    added = patch.split("+++ b/analysis.ipynb\n", 1)[1].split("\ndiff --git ", 1)[0]
+    notebook = json.loads("\n".join(x[1:] for x in added.split("\n") if x.startswith("+")))
+    assert len(notebook["cells"]) == len(SHAPES)
+    assert all(cell["source"][0].endswith("\n") for cell in notebook["cells"])
     assert len([k for k in doc["config"]["selected_env"] if k.startswith("SLURM_NOTE_")]) == len(
         SHAPES
     )

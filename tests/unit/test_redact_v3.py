@@ -325,3 +325,17 @@ def test_each_directory_of_a_path_is_a_value_of_its_own() -> None:
     assert paths == ["command.cwd"]
     other, _ = redact_tree({"command": {"cwd": "/home/alice/runs/x"}})
     assert other["command"]["cwd"] == "<HOME>/runs/x"  # a home is found on the whole path
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '    "!curl https://a.blob.core.windows.net/c?sr=b&sig=AbCdEf0123456789xyz%3D\\n",',
+            '    "!curl https://a.blob.core.windows.net/c?sr=b&sig=AbCd***\\n",',
+        ),
+        (f'    "!wandb login {HEX40}\\n",', '    "!wandb login ***\\n",'),
+    ],
+)
+def test_a_notebook_source_line_keeps_the_escape_after_a_secret(line: str, expected: str) -> None:
+    assert redact_text(line) == expected
