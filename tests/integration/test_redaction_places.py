@@ -343,6 +343,11 @@ def test_a_planted_secret_is_nowhere(seed: int, tmp_path_factory: pytest.TempPat
         if form in text
     ]
     assert leaks == [], leaks[:10]
+    # and the places looked in hold the run: its row in the index, its page, its manifest
+    where = dict(texts)
+    assert manifest.run_id in where["index"]
+    assert manifest.run_id in where[f"/runs/{manifest.run_id}"]
+    assert "SLURM_NOTE_0" in where[f"/api/runs/{manifest.run_id}/manifest"]
     # every place was collected: the configs, the patch with its three untracked files,
     # every remote, one variable and one resolved argument a shape
     assert len(doc["config"]["config_files"]) == 5
