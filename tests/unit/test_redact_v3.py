@@ -298,3 +298,44 @@ def test_a_random_token_in_prose_never_survives(seed: int, before: str) -> None:
     )
     for text in (f"{before} {token} done", f"cd /scratch/{token}/run && ./go"):
         assert token[4:] not in redact_text(text), text
+
+
+# --- a section in a patch, a path's directories ------------------------------------------------
+
+
+def test_a_section_in_a_patch_ends_with_its_file() -> None:
+    patch = (
+        "diff --git a/launch.sh b/launch.sh\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/launch.sh\n@@ -0,0 +1,2 @@\n+[registry.credentials]\n+value = Hunter22x\n"
+        "diff --git a/notes.txt b/notes.txt\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/notes.txt\n@@ -0,0 +1 @@\n+lr 0.1 for the first run\n"
+    )
+    out = redact_text(patch)
+    assert "Hunter22x" not in out
+    assert out.split("+value = ")[1].startswith("***")
+    assert out.endswith(patch.split("+value = Hunter22x\n")[1])  # the next file as it was
+
+
+def test_each_directory_of_a_path_is_a_value_of_its_own() -> None:
+    cwd = "/work/single_pass: true/--num-pass 2/cache key " + MD5 + "/--db-pw Hunter22x/x"
+    out, paths = redact_tree({"command": {"cwd": cwd}})
+    assert out["command"]["cwd"] == (
+        "/work/single_pass: true/--num-pass 2/cache key " + MD5 + "/--db-pw ***/x"
+    )
+    assert paths == ["command.cwd"]
+    other, _ = redact_tree({"command": {"cwd": "/home/alice/runs/x"}})
+    assert other["command"]["cwd"] == "<HOME>/runs/x"  # a home is found on the whole path
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '    "!curl https://a.blob.core.windows.net/c?sr=b&sig=AbCdEf0123456789xyz%3D\\n",',
+            '    "!curl https://a.blob.core.windows.net/c?sr=b&sig=AbCd***\\n",',
+        ),
+        (f'    "!wandb login {HEX40}\\n",', '    "!wandb login ***\\n",'),
+    ],
+)
+def test_a_notebook_source_line_keeps_the_escape_after_a_secret(line: str, expected: str) -> None:
+    assert redact_text(line) == expected

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from expdna.manifest.redact_commands import argv_secrets
-from expdna.manifest.redact_embedded import changed_strings, embedded_json, rewrite
+from expdna.manifest.redact_embedded import changed_strings, embedded_document, rewrite
 from expdna.manifest.redact_lines import redact_text_with as _redact_text
 from expdna.manifest.redact_names import DIGEST_NAME, hide_random, is_secret, is_secret_name, mask
-from expdna.manifest.redact_rules import REDACTED_MARK, Rule, apply, home_rule
+from expdna.manifest.redact_rules import HOME_PATHS, REDACTED_MARK, Rule, apply, home_rule
 
 __all__ = ["REDACTED_MARK", "redact_argv", "redact_named", "redact_text", "redact_tree"]
 
@@ -154,6 +154,18 @@ def _copy(obj: Any) -> Any:
 
 _BACKSTOP_SECTIONS = ("config.", "command.")
 
+# Values that are one path: each directory is a value of its own (`single_pass: true` one
+# directory, `cache key <md5>` the next), the homes in it found on the whole.
+_PATH_KEYS = frozenset({"cwd"})
+
+
+def _redact_path(path: str, home: Rule | None) -> str:
+    if home is not None:
+        path = apply(home, path)
+    for rule in HOME_PATHS:
+        path = apply(rule, path)
+    return "/".join(_redact_text(part, None) for part in path.split("/"))
+
 
 # Where a secret-named key hides the whole dict under it: the run's own values.
 _BLOCK_SECTIONS = ("config.resolved_args.", "config.config_values.")
@@ -182,13 +194,14 @@ class _Walk:
         if (secret and obj.strip()) or is_secret(key, obj):
             self.hidden.add(obj)
             return mask(obj)
-        new = _redact_text(obj, self.home)
-        parsed = embedded_json(obj)
-        if parsed is not None:  # JSON in a string: walked by name, like a config file
+        new = _redact_path(obj, self.home) if key in _PATH_KEYS else _redact_text(obj, self.home)
+        found = embedded_document(obj)
+        if found is not None:  # JSON, YAML or TOML in a string: walked like a config file
+            fmt, parsed = found
             inner = _Walk(self.home, blocks=("",))
             walked = inner.value(parsed, "", "", "")
             self.hidden |= inner.hidden
-            new = rewrite(new, changed_strings(parsed, walked))
+            new = rewrite(new, changed_strings(parsed, walked), fmt)
         if new == obj and path.startswith(_BACKSTOP_SECTIONS) and not DIGEST_NAME.search(key):
             new = _backstop_word(obj)
         return new

@@ -17,7 +17,9 @@ from typing import NamedTuple
 
 # The rest of one shell command on this line: not past a pipe, `;` or `&`.
 _SAME_COMMAND = r"[^\n|;&]*?[ \t]"
-_VALUE = r"""["']?(?P<secret>(?!\*\*\*["'\s]|\*\*\*$)[^\s"']+)"""
+# Not past an escape (`\n`, `\"`) of a JSON or Python string that holds the command (a
+# notebook's source line), and not a value hidden already.
+_VALUE = r"""["']?(?P<secret>(?!\*\*\*(?:["'\s\\]|$))(?:[^\s"'\\]|\\(?![nrt"]))+)"""
 
 
 class CommandShape(NamedTuple):

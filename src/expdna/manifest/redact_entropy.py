@@ -34,6 +34,8 @@ from collections import Counter
 
 _TOKEN = re.compile(r"[A-Za-z0-9+/_.~\-]+={0,3}")
 _HEX = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_DIGIT = re.compile(r"\d")
+_HEX_LETTERS = re.compile(r"[a-f]{32}|[A-F]{32}")
 _UUID = re.compile(
     r"(?:[A-Za-z]+-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
@@ -133,7 +135,13 @@ def _identifier(value: str) -> bool:
 
 def looks_random(value: str) -> bool:
     """Whether ``value`` is a long random-looking token with no known harmless shape."""
-    if len(value) < _MIN_TOKEN or not _TOKEN.fullmatch(value) or _harmless(value):
+    if len(value) < _MIN_TOKEN or not _TOKEN.fullmatch(value):
+        return False
+    # Cheap first: a random word has a digit, or is hex (32 letters a-f in a row at least);
+    # most long words of code (`register_forward_pre_hook`) have neither.
+    if _DIGIT.search(value) is None and _HEX_LETTERS.search(value) is None:
+        return False
+    if _harmless(value):
         return False
     if "/" in value:
         # `org/model-name-v2`: a path of names; base64 keeps a random part between slashes.

@@ -25,6 +25,7 @@ from expdna.manifest.redact_names import (
     assignment,
     backstop,
     bare_backstop,
+    flow_collections,
     is_secret_name,
     mask,
 )
@@ -43,7 +44,7 @@ def _line_local(text: str) -> str:
             text = rule.pattern.sub(rule.replace, text)
     lower = text.lower()
     if any(w in lower for w in NAME_HINTS):
-        text = ASSIGNMENT.sub(assignment, text)
+        text = ASSIGNMENT.sub(assignment, flow_collections(text))
     if WORD_RUN.search(text):
         text = ANY_ASSIGNMENT.sub(backstop, text)
         text = BARE_WORD.sub(bare_backstop, text)
@@ -99,7 +100,7 @@ def _line_local_by_line(text: str) -> str:
     for i, line in enumerate(lines):
         line = _escaped_literals(line)
         if NAME_HINT.search(line):
-            line = ASSIGNMENT.sub(assignment, line)
+            line = ASSIGNMENT.sub(assignment, flow_collections(line))
         if WORD_RUN.search(line):
             line = BARE_WORD.sub(bare_backstop, ANY_ASSIGNMENT.sub(backstop, line))
         lines[i] = line
@@ -121,10 +122,10 @@ def _blocks(lines: list[str], candidates: list[int], *, prefixed: bool = False) 
 # patch of 1 MiB must take milliseconds, and most of its lines hold nothing to look at.
 _SELECT_LINES = 32 * 1024
 # Lines worth a look: where a shape's hint, a secret-looking name or a long word is.
-_LONG_HINTS = ("://", "10.", "172.", "192.168.", "100.", "169.254.", "sig=", ":A")
+_LONG_HINTS = ("://", "10.", "172.", "192.168.", "100.", "169.254.", ":A")
 _LONG_HINTS_FOLD = (
     "/home/", "/users/", "\\users\\", "bearer", ".internal", ".corp", ".local", ".lan",
-    "curl", "mysql", "mariadb", "login", "sshpass", "redis-cli", "mongo", "signature",
+    "curl", "mysql", "mariadb", "login", "sshpass", "redis-cli", "mongo", "signature", "sig=",
 )  # fmt: skip
 # in lower case; `auth` also finds `Authorization`, `key` also `AccountKey=`
 _LONG_NAME_HINTS = (
@@ -136,22 +137,92 @@ _NAME_LINE_HINTS = (
     "auth", "cookie", "session", "creds", "credential",
 )  # fmt: skip
 _IPV6_START = re.compile(r"f[cde][0-9a-f]{1,2}:")
+
+
+def _by_first_character(
+    hints: tuple[str, ...], names: tuple[str, ...] = ()
+) -> tuple[re.Pattern[str], ...]:
+    """One regex per first character of ``hints`` and ``names``: a pattern that starts with
+    one literal character is searched by the engine at memchr speed, where a scan per hint
+    costs a pass over the text each (``s(?:ecret|ession|ig=)`` is one pass, not three).
+    A match of one of ``names`` has its group ``name`` set."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for kind, words in ((0, hints), (1, names)):
+        for word in words:
+            groups.setdefault(word[0], ([], []))[kind].append(word[1:])
+
+    def alternatives(tails: list[str]) -> str:
+        return "|".join(map(re.escape, sorted(tails, key=len, reverse=True)))
+
+    patterns = []
+    for head, (plain, named) in groups.items():
+        options = [f"(?P<name>{alternatives(named)})"] if named else []
+        options += [alternatives(plain)] if plain else []
+        patterns.append(re.compile(re.escape(head) + "(?:" + "|".join(options) + ")"))
+    return tuple(patterns)
+
+
+_LONG_HINT_PATTERNS = _by_first_character(_LONG_HINTS)
+_LONG_FOLD_PATTERNS = _by_first_character(_LONG_HINTS_FOLD, _LONG_NAME_HINTS)
+# After a name hint: the rest of a name, then what makes it one: `=` or `:` (`api_key =`,
+# `"auths": {`, `\"token\":` inside a JSON string), a section's `]`, or a flag's space and
+# value (`--db-pw X`, checked to start with `-`). `for key in keys` is not a name.
+_NAME_AFTER = re.compile(
+    r"""[\w.\-]*(?:\\?["'])?(?:\]|[ \t]*(?:=(?!=)|:)|[ \t]+(?P<space>[^\s\-"']))"""
+)
+_NAME_CHARS = frozenset(string.ascii_lowercase + string.digits + "_.-")
+
+
+def _is_name(lower: str, at: int, end: int) -> bool:
+    """Whether the name hint at ``lower[at:end]`` is in a name used as one: a name rule or
+    a block may apply there."""
+    m = _NAME_AFTER.match(lower, end)
+    if m is None:
+        return False
+    if m.group("space") is None:
+        return True
+    start = at  # `--flag VALUE`: only a flag's name counts
+    while start > 0 and lower[start - 1] in _NAME_CHARS:
+        start -= 1
+    return lower[start] == "-"
+
+
+def _hint_positions(lower: str) -> tuple[list[int], list[int]]:
+    """Where ``lower`` holds a hint of ``_LONG_HINTS_FOLD`` and where a name."""
+    hints, names = [], []
+    for pattern in _LONG_FOLD_PATTERNS:
+        for m in pattern.finditer(lower):
+            if m.lastgroup != "name":
+                hints.append(m.start())
+            elif _is_name(lower, m.start(), m.end()):
+                names.append(m.start())
+    return hints, names
+
+
 # A word of 16 characters or more with a digit that has five more word characters after
-# it: where a token shape or a random key has its body. The engine skips to digits at C
-# speed; a token whose digits all sit in its last five characters (one in hundreds of
-# random bodies) is found only on a line that holds another hint.
-_DIGIT_RUN = re.compile(r"\d[\w+/=.~\-]{5,}")
-_RUN_CHARS = frozenset(string.ascii_letters + string.digits + "_+/=.~-")
+# it: where a token shape or a random key has its body. Found in the text translated to
+# three symbols (`a` a word character, `1` a digit, a space anything else), where the
+# engine skips to the next `1` at memchr speed; a token whose digits all sit in its last
+# five characters (one in hundreds of random bodies) is found only on a line that holds
+# another hint.
+_RUN_SYMBOLS = bytes(
+    ord("1") if chr(c) in string.digits else ord("a") if chr(c) in "_+/=.~-" or chr(c).isalpha()
+    else ord(" ")
+    for c in range(128)
+) + b" " * 128  # fmt: skip
+_DIGIT_RUN = re.compile(rb"1[a1]{5,}")
 _MIN_RUN = 16
 
 
 def _long_runs(scan: str) -> list[int]:
+    """Where the runs are, in ``scan`` (ASCII)."""
+    symbols = scan.encode("ascii").translate(_RUN_SYMBOLS)
     found = []
-    for m in _DIGIT_RUN.finditer(scan):
-        start = m.start()
-        while start > 0 and scan[start - 1] in _RUN_CHARS:
-            start -= 1
-        if m.end() - start >= _MIN_RUN:
+    for m in _DIGIT_RUN.finditer(symbols):
+        start, end = m.span()
+        short = _MIN_RUN - (end - start)
+        # the run goes on before the digit: long enough when no break precedes it closely
+        if short <= 0 or (start >= short and symbols.rfind(b" ", start - short, start) < 0):
             found.append(start)
     return found
 
@@ -163,6 +234,10 @@ def _literal_positions(text: str, hint: str) -> list[int]:
         found.append(at)
         at = text.find(hint, at + 1)
     return found
+
+
+def _pattern_positions(text: str, patterns: tuple[re.Pattern[str], ...]) -> list[int]:
+    return [m.start() for pattern in patterns for m in pattern.finditer(text)]
 
 
 def _redact_long(text: str, *, prefixed: bool = False) -> str:
@@ -177,14 +252,10 @@ def _redact_long(text: str, *, prefixed: bool = False) -> str:
     def line_of(positions: list[int]) -> set[int]:
         return {bisect.bisect_right(starts, at) - 1 for at in positions}
 
-    names: set[int] = set()
-    for hint in _LONG_NAME_HINTS:
-        names |= line_of(_literal_positions(lower, hint))
-    picked = set(names)
-    for hint in _LONG_HINTS:
-        picked |= line_of(_literal_positions(scan, hint))
-    for hint in _LONG_HINTS_FOLD:
-        picked |= line_of(_literal_positions(lower, hint))
+    hints, name_positions = _hint_positions(lower)
+    names = line_of(name_positions)
+    picked = names | line_of(hints)
+    picked |= line_of(_pattern_positions(scan, _LONG_HINT_PATTERNS))
     picked |= line_of([m.start() for m in _IPV6_START.finditer(lower)])
     picked |= line_of(_long_runs(scan))
     for hint in _MULTI_LINE_HINTS:

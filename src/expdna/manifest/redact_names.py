@@ -174,11 +174,67 @@ def assignment(m: re.Match[str]) -> str:
     name = m.group("name") or m.group("flag")
     if group == "v3" and _NOT_THE_VALUE.fullmatch(value):
         return m.group(0)
+    if group == "v3" and m.group("name") and value[:1] in ("[", "{"):
+        return m.group(0)  # a flow collection: `flow_collections` has read it whole
     # A value under an ordinary name may nest an assignment: `--token-args HF_TOKEN=...`.
     new = mask(value) if is_secret(name, value) else ASSIGNMENT.sub(assignment, value)
     start, end = m.start(group) - m.start(), m.end(group) - m.start()
     whole = m.group(0)
     return whole[:start] + new + whole[end:]
+
+
+# `api_keys: [A, B]`, `credentials = { user = "ci", value = "X" }`: a flow collection on one
+# line under a secret name. Every value in it is hidden, as in a block under such a name;
+# `assignment` would see only its first item.
+_FLOW_START = re.compile(
+    r"""(?<![\w.\-])(?P<name>[A-Za-z_][\w.\-]*)["']?[ \t]*(?:=(?!=)|:)[ \t]*(?=[\[{])"""
+)
+_FLOW_SCALAR = re.compile(
+    # a key's `:` or `=` has a space after it (YAML, TOML): a value's (`bob:pw`) has none
+    r"""(?P<lead>[\[{,:=][ \t]*)(?P<q>["']?)"""
+    r"""(?P<v>[^\s,\[\]{}:="'#](?:[^,\[\]{}"'\n:=]|[:=](?![ \t]))*?)(?P=q)"""
+    r"(?=[ \t]*[,\]}])"
+)
+_FLOW_INERT = re.compile(r"null|~|\*\*\*|[^*]{0,4}\*\*\*")
+
+
+def _flow_end(text: str, start: int) -> int:
+    """The index after the bracket that closes the one at ``start``, on its line (or the
+    line's end when it stays open: a block rule's case)."""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif ch == "\n":
+            return i
+    return len(text)
+
+
+def _flow_value(m: re.Match[str]) -> str:
+    value = m.group("v")
+    if _FLOW_INERT.fullmatch(value.strip()):
+        return m.group(0)
+    return m.group("lead") + m.group("q") + mask(value) + m.group("q")
+
+
+def flow_collections(text: str) -> str:
+    """``text`` with every value of a one-line flow collection under a secret name hidden."""
+    out, last = [], 0
+    for m in _FLOW_START.finditer(text):
+        if m.end() < last or not is_secret_name(m.group("name")):
+            continue
+        end = _flow_end(text, m.end())
+        out += [text[last : m.end()], _FLOW_SCALAR.sub(_flow_value, text[m.end() : end])]
+        last = end
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
 
 
 # Any `name = value` / `name: value` / `"name": "value"` whose value is one long word: the

@@ -282,6 +282,9 @@ _WINDOWS_HOME = Rule(
     lambda m: m.group(0) if _after_word(m, "_") else _HOME,
 )
 
+# Paths under a home: what a path's components cannot be judged for one by one.
+HOME_PATHS: tuple[Rule, ...] = (_PRIVATE_PATH, _WINDOWS_HOME)
+
 
 HOME_TILDE = "~"
 

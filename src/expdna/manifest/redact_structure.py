@@ -113,9 +113,16 @@ def _block_end(lines: Sequence[str], start: int, opener: str | None) -> int:
     return end
 
 
+# A patch's next file or hunk: a section of one file never runs into the next.
+_PATCH_BOUNDARY = ("diff --git ", "@@ ", "Index: ")
+
+
 def _section_end(lines: Sequence[str], start: int) -> int:
     end = start + 1
-    while end < len(lines) and not lines[end].lstrip().startswith("["):
+    while end < len(lines):
+        line = lines[end]
+        if line.lstrip().startswith("[") or line.startswith(_PATCH_BOUNDARY):
+            break
         end += 1
     return end
 

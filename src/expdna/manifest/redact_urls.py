@@ -34,7 +34,9 @@ SIGNATURE_PARAMS = frozenset(
         "security-token",
     }
 )
-_PARAM = re.compile(r"(?P<lead>^|[?&;#])(?P<name>[^=&;#?]+)=(?P<value>[^&;#)\]}]*)")
+# A value stops at a backslash too: in a JSON or Python string, `\n` after a URL is an
+# escape, not part of the value (a notebook's `"!curl https://...&sig=X\n"`).
+_PARAM = re.compile(r"(?P<lead>^|[?&;#])(?P<name>[^=&;#?]+)=(?P<value>[^&;#)\]}\\]*)")
 _PORT = re.compile(r"\d{1,5}")
 
 
@@ -60,7 +62,7 @@ def _is_userinfo(info: str, head: str) -> bool:
 
 
 def _secret_param(name: str, value: str) -> bool:
-    if not value or value.startswith(REDACTED_MARK):
+    if not value or REDACTED_MARK in value:  # hidden already (`abcd***`)
         return False
     plain = unquote(name)
     if plain.lower() in SIGNATURE_PARAMS:
