@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from expdna.cli.check import result_line, verdict_line
+from expdna.cli.check import report_lines, verdict_line
 from expdna.cli.diff import render
 from expdna.compare.check import check_manifest
 from expdna.compare.diff import diff_manifests
@@ -109,4 +109,21 @@ def test_check_golden(name: str) -> None:
     edit, keep_dna = CHECKS[name]
     recorded = manifest(edit, keep_dna=keep_dna)
     report = check_manifest(recorded, manifest())
-    compare(name, [*(result_line(r) for r in report.results), verdict_line(report)])
+    compare(name, [*report_lines(report), verdict_line(report)])
+
+
+def _many_packages(doc: dict[str, Any]) -> None:
+    doc["environment"]["packages"].update({f"pkg{i:03d}": "1.0" for i in range(40)})
+
+
+def test_many_equal_packages_read_as_one_line_and_a_changed_one_stands_out() -> None:
+    recorded = manifest(_many_packages)
+    here = manifest(_many_packages)
+    here.environment.packages["pkg007"] = "2.0"
+    report = check_manifest(recorded, here)
+    lines = report_lines(report)
+    assert "PASS environment.packages: 39 equal (--verbose lists them)" in lines
+    assert "WARN environment.packages.pkg007: 1.0 -> 2.0" in lines
+    assert not any(line.startswith("PASS environment.packages.pkg") for line in lines)
+    everything = report_lines(report, verbose=True)
+    assert sum(line.startswith("PASS environment.packages.pkg") for line in everything) == 39

@@ -21,6 +21,29 @@ def result_line(result: CheckResult) -> str:
     return f"{line} ({result.note})" if result.note else line
 
 
+#: A rule with more PASS lines than this shows them as one line unless --verbose: a
+#: manifest lists every installed package, and 130 equal versions bury the one that is not.
+FOLD_PASSES_OVER = 5
+
+
+def report_lines(report: CheckReport, *, verbose: bool = False) -> list[str]:
+    """The text report: every result, a rule's many PASS lines folded into one."""
+    passes: dict[str, int] = {}
+    for result in report.results:
+        if result.status == "PASS":
+            passes[result.rule] = passes.get(result.rule, 0) + 1
+    folded = {rule for rule, n in passes.items() if n > FOLD_PASSES_OVER and not verbose}
+    lines: list[str] = []
+    for result in report.results:
+        if result.status != "PASS" or result.rule not in folded:
+            lines.append(result_line(result))
+        elif passes[result.rule] > 0:
+            group = result.field.rpartition(".")[0] or result.field
+            lines.append(f"PASS {group}: {passes[result.rule]} equal (--verbose lists them)")
+            passes[result.rule] = 0
+    return lines
+
+
 def verdict_line(report: CheckReport) -> str:
     counts = report.counts()
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
@@ -44,6 +67,12 @@ def verdict_line(report: CheckReport) -> str:
     help='Print {"verdict", "results": [{"rule", "field", "status", "recorded", "current"}]}.',
 )
 @click.option("--no-data", "no_data", is_flag=True, help="Do not re-digest recorded datasets.")
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help=f"List every PASS line (a rule with over {FOLD_PASSES_OVER} shows them as one line).",
+)
 @pass_config
 @click.pass_context
 def check_command(
@@ -53,6 +82,7 @@ def check_command(
     repos: tuple[Path, ...],
     as_json: bool,
     no_data: bool,
+    verbose: bool,
 ) -> None:
     """Check MANIFEST against this environment: code, Python, packages, GPU, CUDA stack.
 
@@ -73,7 +103,7 @@ def check_command(
     if as_json:
         emit_json(report.to_dict())
     else:
-        for result in report.results:
-            click.echo(result_line(result))
+        for line in report_lines(report, verbose=verbose):
+            click.echo(line)
         click.echo(verdict_line(report))
     ctx.exit(1 if report.verdict == "FAIL" else 0)

@@ -79,7 +79,9 @@ def _confirm(
         ctx.exit(1)
     left = not_applied_env(recorded)
     click.echo(
-        f"rerun: applied {len(applied)} recorded variables; did not apply {len(left)}"
+        f"rerun: applied {len(applied)} recorded "
+        + ("variable" if len(applied) == 1 else "variables")
+        + f"; did not apply {len(left)}"
         + (f" ({', '.join(left)}: see rerun --dry-run)" if left else ""),
         err=True,
     )
