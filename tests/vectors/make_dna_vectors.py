@@ -683,6 +683,7 @@ CASES: dict[str, dict[str, Any]] = {
                 "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
                 "TORCH_CPP_LOG_LEVEL": "INFO",
                 "CUDA_LAUNCH_BLOCKING": "1",
+                "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
                 "HF_HOME": "/cache/hf",
                 "HF_HUB_CACHE": "/cache/hub",
                 "TORCHINDUCTOR_CACHE_DIR": "/cache/inductor",
