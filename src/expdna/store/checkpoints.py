@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from expdna.digest import SMALL_FILE_BYTES, hash_file, parse_digest
 from expdna.digest.refs import is_tagged
 from expdna.errors import InvalidInputError
-from expdna.manifest.redact import redact_text
 from expdna.regular import NotRegularFileError, kind
 from expdna.store import pins
 from expdna.store.entities import PinRecord
@@ -122,6 +121,8 @@ def pin_file(
     use_cache: bool = True,
 ) -> PinRecord:
     """:meth:`expdna.store.Store.pin_file`: hash the file (outside any transaction), pin it."""
+    from expdna.manifest.redact import redact_text  # only a pin writes a path
+
     target = Path(path)
     with FileDigests(use_cache) as digests:
         hex_digest, size = _digest_of(digests, target)

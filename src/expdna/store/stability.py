@@ -35,11 +35,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import compute_dna
-from expdna.manifest.family import family_of, with_derived_seed_ignores
-from expdna.manifest.model import DNA_SECTIONS
 from expdna.store.index.chunks import chunks
 from expdna.store.index.read import Reader, when
+from expdna.store.queries import SECTIONS as DNA_SECTIONS
 
 if TYPE_CHECKING:
     from expdna.store.facade import Store
@@ -147,6 +145,9 @@ def check_ignore(patterns: Iterable[str]) -> list[str]:
 def recomputed_dna(doc: dict[str, Any], patterns: Sequence[str]) -> str:
     """The DNA of the manifest document ``doc`` with ``patterns`` added to its dna_ignore."""
     config = dict(doc.get("config") or {})
+    from expdna.manifest.dna import compute_dna
+    from expdna.manifest.family import with_derived_seed_ignores
+
     added = with_derived_seed_ignores(patterns)
     config["dna_ignore"] = [*(config.get("dna_ignore") or []), *added]
     return compute_dna({**doc, "config": config}).value
@@ -199,6 +200,8 @@ def _widened(
     patterns: Sequence[str],
 ) -> tuple[list[str], list[str]]:
     """The DNAs pooled with ``dna`` under ``patterns``, and the patterns that matched nothing."""
+    from expdna.manifest.family import with_derived_seed_ignores
+
     # A seed argument's pattern also removes the training field derived from it.
     expanded = with_derived_seed_ignores(patterns)
     touched = frozenset().union(*(touched_sections(p) for p in expanded))
@@ -302,9 +305,14 @@ def stability(
     patterns = check_ignore(ignore)
     names = list(dict.fromkeys(metrics))
     target = store.get(ref)
-    family = None
+    family: str | None = None
     if across_seeds:
-        family = target.family or family_of(store.show(target.run_id))
+        if target.family is None:  # recorded before family digests: from its manifest
+            from expdna.manifest.family import family_of
+
+            family = family_of(store.show(target.run_id))
+        else:
+            family = target.family
     with store.reads.read() as conn:
         unmatched: list[str] = []
         dnas = [target.dna]
