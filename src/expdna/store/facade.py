@@ -387,6 +387,7 @@ class Store:
             writer.dispose()
 
     def close(self) -> None:
+        self.reads.close()
         if self._index is not None:
             self._index.dispose()
         closing = getattr(self.objects, "close", None)

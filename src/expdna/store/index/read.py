@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -193,12 +194,23 @@ class IndexReads(Protocol):
     def read(self) -> contextlib.AbstractContextManager[Reader]:
         """A read transaction; database errors leave it as :class:`IndexUnavailableError`."""
 
+    def close(self) -> None:
+        """Close what the reads opened."""
 
-@dataclass(frozen=True)
+
 class SqliteFile:
-    """Reads of an SQLite index file through the standard library, read-only."""
+    """Reads of an SQLite index file through the standard library, read-only.
 
-    database: Path
+    One connection per thread, opened on the first read and kept until :meth:`close`: a
+    new connection parses the schema again, and fsck reads once per fan-out directory.
+    Each :meth:`read` is its own transaction on it, so it sees what writers committed.
+    """
+
+    def __init__(self, database: Path) -> None:
+        self.database = database
+        self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
 
     @property
     def where(self) -> str:
@@ -208,25 +220,45 @@ class SqliteFile:
     def dialect(self) -> str:
         return "sqlite"
 
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    read_only_uri(self.database),
+                    uri=True,
+                    timeout=BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+            except sqlite3.Error as exc:
+                raise IndexUnavailableError(f"index {self.where}: {exc}") from None
+            self._local.conn = conn
+            with self._lock:
+                self._opened.append(conn)
+        return conn
+
     @contextlib.contextmanager
     def read(self) -> Iterator[Reader]:
+        conn = self._connection()
+        outer = conn.in_transaction  # a read inside a read: the outer one's snapshot
         try:
-            conn = sqlite3.connect(
-                read_only_uri(self.database),
-                uri=True,
-                timeout=BUSY_TIMEOUT_S,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            if not outer:
+                conn.execute("BEGIN")  # deferred: one snapshot for the whole read, no lock
+            try:
+                yield SqliteReader(conn)
+            finally:
+                if not outer and conn.in_transaction:
+                    conn.execute("ROLLBACK")
         except sqlite3.Error as exc:
             raise IndexUnavailableError(f"index {self.where}: {exc}") from None
-        try:
-            conn.execute("BEGIN")  # deferred: one snapshot for the whole read, no lock taken
-            yield SqliteReader(conn)
-        except sqlite3.Error as exc:
-            raise IndexUnavailableError(f"index {self.where}: {exc}") from None
-        finally:
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for conn in opened:
             conn.close()
+        self._local = threading.local()
 
 
 @dataclass(frozen=True)
@@ -249,3 +281,6 @@ class EngineReads:
     def read(self) -> Iterator[Reader]:
         with self.index.read() as conn:
             yield EngineReader(conn)
+
+    def close(self) -> None:
+        """Nothing of its own: the index's owner disposes of it."""
