@@ -18,7 +18,7 @@ from expdna.store.config import StoreConfig
 from expdna.store.fsck import fsck
 from expdna.store.index.engine import open_index
 from expdna.store.index.models import SECTION_COLUMNS
-from expdna.store.index.read import EngineReads, IndexReads, SqliteFile, expand, when
+from expdna.store.index.read import EngineReader, EngineReads, IndexReads, SqliteFile, expand, when
 from expdna.store.index.revision import HEAD
 from expdna.store.index.schema import stored_id, stored_revision
 from expdna.store.lineage import report
@@ -161,3 +161,21 @@ def test_every_read_command_answers_through_the_one_layer(
         plain = answer(args)
         assert plain[0] == code, (args, plain)
         assert answer([*url, *args]) == plain, args
+
+
+def test_sqlalchemy_selects_take_the_same_conditions(recorded: tuple[Path, list[str]]) -> None:
+    """The web view and explain build their own selects over ``runs``: the read layer's
+    condition text inside them matches the runs the layer itself lists."""
+    from sqlalchemy import select
+
+    from expdna.store.index.models import Run
+    from expdna.store.index.selects import filtered
+
+    root, _ = recorded
+    with Store.open_for_reading(root) as store, store.index.read() as conn:
+        for filters in _FILTERS:
+            stmt = filtered(conn, select(Run.run_id, Run.dna), filters=filters,
+                            since=datetime(2000, 1, 1))  # fmt: skip
+            found = [] if stmt is None else [tuple(r) for r in conn.execute(stmt)]
+            expected = select_ids(EngineReader(conn), filters=filters)
+            assert sorted(found) == sorted(expected), filters

@@ -269,8 +269,9 @@ def conditions(
         if not columns and not ids:
             return None
         texts = match_texts(condition.value)
-        params[f"f{n}_texts"] = texts
         alternatives = [f"{column(name)} IN :f{n}_texts" for name in columns]
+        if columns:
+            params[f"f{n}_texts"] = texts
         if ids:
             # The record pipeline's value form, loaded only by a query that filters on facts.
             from expdna.store.record.flatten import query_value
