@@ -56,8 +56,6 @@ log = logging.getLogger(__name__)
 
 BATCH = 500
 OBJECTS = "objects"
-#: The default of ``Store.gc(grace_s=)`` (expdna.store.maintenance.DEFAULT_GRACE_S).
-GRACE_S = 3600.0
 
 
 def _make_cache(root: Path) -> None:
@@ -732,9 +730,11 @@ class Store:
 
         return fsck(self.objects, self.reads, self.log)
 
-    def gc(self, *, dry_run: bool = False, grace_s: float = GRACE_S) -> GcReport:
+    def gc(self, *, dry_run: bool = False, grace_s: float | None = None) -> GcReport:
+        """``grace_s``: default :data:`expdna.store.maintenance.DEFAULT_GRACE_S`."""
         from expdna.store import maintenance
 
+        grace = maintenance.DEFAULT_GRACE_S if grace_s is None else grace_s
         return maintenance.gc(
-            self.objects, self.index, dry_run=dry_run, grace_s=grace_s, log_dir=self.log
+            self.objects, self.index, dry_run=dry_run, grace_s=grace, log_dir=self.log
         )
