@@ -177,6 +177,13 @@ def _training_start(env: dict[str, str]) -> dict[str, Any]:
     return result
 
 
+def _bare_ms() -> float:
+    """Wall time of a bare interpreter, ``python -c pass``: the baseline of the ratios."""
+    began = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
+    return (time.perf_counter() - began) * 1000
+
+
 @contextlib.contextmanager
 def _pg_database(given: str | None) -> Iterator[str | None]:
     """A throwaway database on the server of ``given`` (never the database it names: a
@@ -229,19 +236,24 @@ def store_start(repeat: int, pg_url: str | None) -> bool:
                 "EXPDNA_INDEX_URL": url,
             }
         figures: dict[str, float] = {}
-        # round-robin: each round runs every configuration once, so a busy minute on a
-        # shared machine costs them all alike
-        rounds = [
-            {name: _training_start(env) for name, env in configs.items()} for _ in range(repeat)
-        ]
+        # round-robin: each round runs every configuration (and the bare interpreter) once,
+        # so a busy minute on a shared machine costs them all alike
+        rounds: list[dict[str, dict[str, Any]]] = []
+        bares: list[float] = []
+        for _ in range(repeat):
+            rounds.append({name: _training_start(env) for name, env in configs.items()})
+            bares.append(_bare_ms())
+        bare = statistics.median(bares)
+        print(f"  {'bare interpreter':<24} {bare:8.1f} ms  (python -c pass, median of {repeat})")
         for name in configs:
             runs = [measured[name] for measured in rounds]
             figures[name] = statistics.median(r["ms"] for r in runs)
             heavy = sorted({m for r in runs for m in r["heavy"]})
             warned = [w for r in runs for w in r["warnings"]]
             print(
-                f"  {name:<24} {figures[name]:8.1f} ms  (start + add_runtime + finish, median "
-                f"of {repeat}; loaded {', '.join(heavy) or 'no SQLAlchemy/alembic'})"
+                f"  {name:<24} {figures[name]:8.1f} ms  {figures[name] / bare:5.1f}x bare "
+                f"(start + add_runtime + finish, median of {repeat}; loaded "
+                f"{', '.join(heavy) or 'no SQLAlchemy/alembic'})"
             )
             if warned:
                 print(f"    warnings: {warned[:2]}")

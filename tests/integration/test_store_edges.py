@@ -16,8 +16,8 @@ import pytest
 
 from expdna.manifest.io import write_manifest
 from expdna.store import SQLITE_NAME, Store
+from expdna.store.fsck import log_gaps
 from expdna.store.index.revision import HEAD
-from expdna.store.maintenance import log_gaps
 from tests.factories import EXPDNA, run, synthetic
 
 
@@ -296,4 +296,4 @@ def test_record_scan_takes_quiet_anywhere(one_run: tuple[Path, str], tmp_path: P
 def test_log_gaps_sees_a_healthy_store_as_whole(tmp_path: Path) -> None:
     with Store.open(tmp_path / "store") as opened:
         opened.record_many([synthetic(i) for i in range(6)], batch_size=2)
-        assert log_gaps(opened.index, list(opened.log.entries())) == []
+        assert log_gaps(opened.reads, list(opened.log.entries())) == []

@@ -153,7 +153,7 @@ def test_export_replaces_the_file_atomically_in_row_groups(store: Store, tmp_pat
 
     target = tmp_path / "runs.parquet"
     target.write_bytes(b"an older export")
-    assert export_parquet(store.index, target, row_group=4) == 6
+    assert export_parquet(store.reads, target, row_group=4) == 6
     assert pq.read_metadata(target).num_row_groups == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.parquet", "store"]
     empty = tmp_path / "none.parquet"

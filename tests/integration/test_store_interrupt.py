@@ -20,7 +20,7 @@ from pathlib import Path
 
 from expdna.manifest.io import write_manifest
 from expdna.store import Store
-from expdna.store.maintenance import log_gaps
+from expdna.store.fsck import log_gaps
 from tests.factories import EXPDNA, synthetic
 
 ROUNDS = 50
@@ -51,7 +51,7 @@ def _interrupted(scan: Callable[[], None], delay: float) -> bool:
 
 def _check(store: Path | Store) -> list[str]:
     if isinstance(store, Store):
-        return log_gaps(store.index, list(store.log.entries()))
+        return log_gaps(store.reads, list(store.log.entries()))
     with Store.open_for_reading(store) as opened:
         return _check(opened)
 

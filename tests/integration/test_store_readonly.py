@@ -157,6 +157,23 @@ def test_a_store_on_a_read_only_filesystem_answers_queries(
     assert _tree(read_only_copy) == before
 
 
+def test_every_read_command_leaves_a_read_only_store_without_a_new_file(
+    read_only_copy: Path, recorded: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """A store copied after its writer ended (no -wal, no -shm), on a read-only mount:
+    each read command answers through the read layer and no file appears, not even
+    SQLite's shared-memory file."""
+    for leftover in read_only_copy.glob(SQLITE_NAME + "-*"):
+        leftover.unlink()
+    before = sorted(str(p.relative_to(read_only_copy)) for p in read_only_copy.rglob("*"))
+    for query in [*QUERIES, ("db", "current")]:
+        done = _read_only(read_only_copy, *_args(query, recorded[1][0], tmp_path))
+        assert done.returncode in (0, 1), (query, done.stderr)
+        assert "index" not in done.stderr and "database" not in done.stderr, (query, done.stderr)
+    after = sorted(str(p.relative_to(read_only_copy)) for p in read_only_copy.rglob("*"))
+    assert after == before
+
+
 def _one_revision_behind(store: Path) -> None:
     from alembic import command
     from sqlalchemy import create_engine

@@ -24,12 +24,14 @@ NOT_FOR_QUERIES = (
     "expdna.manifest.model",
     "expdna.manifest.dna",
     "alembic",
-    "expdna.store.record",
+    "expdna.store.record.prepare",
+    "expdna.store.record.recorder",
+    "expdna.store.record.write",
     "expdna.collectors",
     "expdna.compare",
 )
-#: On a local SQLite index, ``twins`` needs the standard library's sqlite3 alone.
-NOT_FOR_LOCAL_QUERIES = (*NOT_FOR_QUERIES, "sqlalchemy", "expdna.store.facade")
+#: On a local SQLite index, every read command needs the standard library's sqlite3 alone.
+NOT_FOR_LOCAL_QUERIES = (*NOT_FOR_QUERIES, "sqlalchemy")
 
 
 @pytest.mark.parametrize("flag", ["--version", "--help"])
@@ -102,3 +104,29 @@ def test_twins_of_a_run_loads_no_model_no_migrations_and_no_recorder(tmp_path: P
         out, loaded = _loaded_by([*url, *args], store_dir, NOT_FOR_QUERIES)
         assert run_id in out
         assert loaded == []
+
+
+def test_every_read_command_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    with Store.open(store_dir) as store:
+        first, _ = record_docs(store, synthetic_doc(0), synthetic_doc(1))
+        store.pin(run_id=first.run_id, digest="ab" * 32, name="best.pt")
+    run_id = first.run_id
+    reads = [
+        ["show", run_id],
+        ["show", run_id, "--json"],
+        ["runs"],
+        ["find", "--driver", "535.104.05", "--where", "training.algorithm=grpo"],
+        ["which", "best.pt"],
+        ["lineage", run_id],
+        ["stability", run_id],
+        ["db", "current"],
+        ["fsck"],
+    ]
+    for args in reads:
+        _, loaded = _loaded_by(args, store_dir, NOT_FOR_LOCAL_QUERIES)
+        assert loaded == [], args
+    # export needs pyarrow, and nothing of SQLAlchemy either
+    export = ["export", "--parquet", str(tmp_path / "runs.parquet")]
+    _, loaded = _loaded_by(export, store_dir, ("sqlalchemy", "alembic", "pydantic"))
+    assert loaded == []

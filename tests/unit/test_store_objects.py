@@ -131,7 +131,9 @@ def test_importing_the_store_package_stays_light() -> None:
         "import sys, expdna, expdna.store, expdna.store.objects.directory;"
         "import expdna.store.record.prepare;"
         "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported';"
-        "expdna.Store;"
+        "expdna.Store;"  # the facade reads through the read layer: still no SQLAlchemy
+        "assert 'sqlalchemy' not in sys.modules, 'sqlalchemy imported by the facade';"
+        "import expdna.store.index.engine;"
         "assert 'sqlalchemy' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -36,7 +36,7 @@ def upgrade_command(config: StoreConfig) -> None:
 @click.pass_context
 def current_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None:
     """Print the index's schema revision; exit 1 when it is not this expdna's head."""
-    with open_store(config, checked=False) as store:
+    with open_store(config, checked=False, read_only=True) as store:
         found, head = store.index_revision()
         where = store.index_location
     if as_json:

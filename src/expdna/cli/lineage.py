@@ -8,7 +8,7 @@ import click
 
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
-from expdna.manifest.dna import short
+from expdna.manifest.display import short
 from expdna.manifest.lineage import RELATIONS
 from expdna.store.entities import LineageEdge, LineageReport
 

@@ -11,7 +11,7 @@ from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.digest.refs import ref
 from expdna.errors import NotFoundError
-from expdna.manifest.dna import short
+from expdna.manifest.display import short
 from expdna.store.entities import PinRecord, iso
 
 _MATCHES = {True: "yes", False: "NO (changed)", None: "-"}

@@ -241,14 +241,6 @@ def twins_command(
         from expdna.manifest.io import load_manifest
 
         target = load_manifest(ref)
-    elif config.index_url is None:  # a local SQLite index: the standard library suffices
-        from expdna.store import SQLITE_NAME
-        from expdna.store.quickread import twins
-
-        quick = twins(config.root / SQLITE_NAME, ref, across_seeds=across_seeds)
-        if quick is not None:
-            emit_runs(ctx, quick, as_json)
-            return
     with open_store(config, read_only=True) as store:
         runs = store.twins(target, across_seeds=across_seeds)
     emit_runs(ctx, runs, as_json)

@@ -9,7 +9,7 @@ import click
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.errors import NotFoundError
-from expdna.manifest.dna import short
+from expdna.manifest.display import short
 
 if TYPE_CHECKING:
     from expdna.store.stability import MetricStats, Stability

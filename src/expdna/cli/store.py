@@ -50,7 +50,7 @@ def fsck_command(ctx: click.Context, config: StoreConfig, as_json: bool) -> None
     objects (left by a recorder that stopped early) are not problems: `expdna gc` removes them.
     """
     from expdna.store.errors import StoreError
-    from expdna.store.maintenance import unreadable_index
+    from expdna.store.fsck import unreadable_index
 
     try:
         store = open_store(config, read_only=True)

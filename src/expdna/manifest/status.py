@@ -20,7 +20,6 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.redact import redact_text
 
 if TYPE_CHECKING:  # the pydantic model loads only where a status is made, not to show one
     from expdna.manifest.model import RunStatus
@@ -48,6 +47,8 @@ def parse_utc(text: str) -> datetime | None:
 
 
 def host() -> str | None:
+    from expdna.manifest.redact import redact_text  # not to show a state
+
     try:
         return redact_text(socket.gethostname()) or None
     except OSError:
@@ -64,6 +65,8 @@ def started(now: datetime | None = None) -> RunStatus:
 
 def error_of(exc: BaseException) -> dict[str, str]:
     """An exception as ``{"type", "message"}``, redacted and bounded."""
+    from expdna.manifest.redact import redact_text
+
     message = redact_text(str(exc))
     if len(message) > MESSAGE_CHARS:
         message = message[:MESSAGE_CHARS] + "..."

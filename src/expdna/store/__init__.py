@@ -10,22 +10,24 @@ Modules, in the order data flows through them:
   ``place`` (which one a config names), ``idfile`` (the store id file), ``blobwriter``
   (the process that writes a batch's blobs while the next is checked) and ``log`` (every
   index-only fact as an immutable entry, written before its rows).
-- ``index/``: ``engine`` (SQLite and PostgreSQL engines, managed transactions), ``models``
-  (the index tables), ``revision`` (the schema revision, light), ``readonly`` (opening
-  SQLite for reading only), ``migrate`` (alembic,
-  shipped in ``expdna/migrations``), ``bulk``
-  (``insert_ignore`` and fast insert-if-absent, bulk inserts, and the one ``chunks`` for
-  IN lists and batches) and ``intern`` (path, value and fact-set ids).
+- ``index/``: ``read`` (the one read layer: every query as SQL text, run on the standard
+  library's sqlite3 for SQLite and through SQLAlchemy for PostgreSQL), ``schema`` (the
+  revision, store id and applied log entries the index holds, read through it),
+  ``readonly`` (opening SQLite for reading only), ``engine`` (SQLite and PostgreSQL
+  engines, managed transactions, for writes), ``models`` (the index tables), ``selects``
+  (the read layer's conditions in SQLAlchemy selects), ``revision`` (the schema revision,
+  light), ``migrate`` (alembic, shipped in ``expdna/migrations``), ``chunks`` (the one way
+  IN lists and batches are split), ``bulk`` (``insert_ignore`` and fast insert-if-absent,
+  bulk inserts) and ``intern`` (path, value and fact-set ids).
 - ``record/``: ``prepare`` (a manifest checked into blobs, a row and facts), ``storeform``
   (the store form of a manifest), ``sections`` (work per distinct section), ``factsets``
   (shared facts of a repeated section), ``flatten`` (a manifest as facts), ``samerun``
   (a hook's later file of a recorded run is that run), ``recorder``
   (blobs then rows, batch by batch) and ``write`` (a batch's rows).
-- Queries: ``queries`` (resolve, list, twins, find), ``quickread`` (twins on a local
-  SQLite index with the standard library alone), ``lineage``, ``pins`` and
-  ``checkpoints`` (checkpoints bound to runs), ``metrics`` (metrics added later),
-  ``stability`` (metric spread across repeats), ``export`` (Parquet), ``maintenance``
-  (fsck, gc).
+- Queries, all on the read layer: ``queries`` (resolve, list, twins, find), ``lineage``,
+  ``pins`` and ``checkpoints`` (checkpoints bound to runs), ``metrics`` (metrics added
+  later), ``stability`` (metric spread across repeats), ``export`` (Parquet), ``fsck``;
+  ``maintenance`` (gc).
 - The object directory as the source of truth: ``identity`` (the store id in the directory
   and the index), ``presence`` (a store and its SQLite index there, before any open),
   ``logged`` (index-only facts written through the log), ``logbodies`` (their checked

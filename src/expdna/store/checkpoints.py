@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 from expdna.digest import SMALL_FILE_BYTES, hash_file, parse_digest
 from expdna.digest.refs import is_tagged
 from expdna.errors import InvalidInputError
-from expdna.manifest.redact import redact_text
 from expdna.regular import NotRegularFileError, kind
 from expdna.store import pins
 from expdna.store.entities import PinRecord
-from expdna.store.index.engine import Index
-from expdna.store.objects.interface import LogStore
+from expdna.store.index.read import IndexReads
 
 if TYPE_CHECKING:
     from expdna.digest.cache import DigestCache, StatKey
+    from expdna.store.index.engine import Index
+    from expdna.store.objects.interface import LogStore
 
 HOME_MARK = "<HOME>/"
 
@@ -121,6 +121,8 @@ def pin_file(
     use_cache: bool = True,
 ) -> PinRecord:
     """:meth:`expdna.store.Store.pin_file`: hash the file (outside any transaction), pin it."""
+    from expdna.manifest.redact import redact_text  # only a pin writes a path
+
     target = Path(path)
     with FileDigests(use_cache) as digests:
         hex_digest, size = _digest_of(digests, target)
@@ -136,19 +138,19 @@ def pin_file(
     return replace(record, matches=True)
 
 
-def which(index: Index, target: str, *, use_cache: bool = True) -> list[PinRecord]:
+def which(reads: IndexReads, target: str, *, use_cache: bool = True) -> list[PinRecord]:
     """:meth:`expdna.store.Store.which`: a file by content, ``blake3:<hex>``, else a name."""
     with FileDigests(use_cache) as digests:
         if os.path.isfile(target):
             hex_digest = _digest_of(digests, target)[0]
-            with index.read() as conn:
+            with reads.read() as conn:
                 return [replace(p, matches=True) for p in pins.by_digest(conn, hex_digest)]
         if os.path.exists(target):
             raise InvalidInputError(
                 f"{target}: not a regular file ({kind(os.stat(target).st_mode)}), "
                 "not a checkpoint file"
             )
-        with index.read() as conn:
+        with reads.read() as conn:
             if is_tagged(target):
                 found = pins.by_digest(conn, parse_digest(target))
             else:

@@ -15,13 +15,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select
-
-from expdna.store.identity import index_id
-from expdna.store.index.applied import applied_names
-from expdna.store.index.engine import Index, shown
-from expdna.store.index.models import Run
+from expdna.store.index.read import IndexReads
+from expdna.store.index.schema import applied_in, stored_id
 from expdna.store.objects.interface import LogStore, ObjectStore
+from expdna.store.queries import manifest_digests
 
 #: A log entry not applied after this long is not a recorder at work any more.
 STALE_S = 300.0
@@ -39,15 +36,15 @@ class Drift:
     pending_digests: set[str] = field(default_factory=set)
 
 
-def check(objects: ObjectStore, index: Index, log: LogStore) -> Drift:
+def check(objects: ObjectStore, reads: IndexReads, log: LogStore) -> Drift:
     """How the index stands against the object directory (one look at each)."""
     names = log.names()
-    with index.read() as conn:
-        runs = int(conn.execute(select(func.count(Run.id))).scalar_one())
-        applied = applied_names(conn) if names else set()
-        recorded = index_id(conn)
+    with reads.read() as conn:
+        runs = int(conn.scalar("SELECT count(*) FROM runs"))
+        applied = applied_in(conn) if names else set()
+        recorded = stored_id(conn)
     bound = recorded is not None
-    where = shown(index.url)
+    where = reads.where
     problems: list[str] = []
     objects_root = objects.location
     directory = objects.read_id()
@@ -75,14 +72,12 @@ def check(objects: ObjectStore, index: Index, log: LogStore) -> Drift:
             entries[name] = log.read(name)
         except (OSError, ValueError):
             continue
-    if entries:  # the record pipeline (pydantic), only for an index behind its log
-        from expdna.store.record.write import recorded_digests
-    with index.read() as conn:
+    with reads.read() as conn:
         for name, entry in entries.items():
             if entry.kind != "record":
                 continue
             listed = {str(run[0]): str(run[1]) for run in entry.body.get("runs", [])}
-            if recorded_digests(conn, listed) == listed:
+            if manifest_digests(conn, listed) == listed:
                 superseded.add(name)  # a later batch recorded them: a stopped recorder's
                 continue
             for _run_id, manifest, blobs in entry.body.get("runs", []):

@@ -22,23 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, select, union_all
-
 from expdna.errors import InvalidInputError, WriteError
 from expdna.regular import check_output
-from expdna.store.index.bulk import chunks
-from expdna.store.index.engine import Index
-from expdna.store.index.models import (
-    SECTION_COLUMNS,
-    Fact,
-    FactPath,
-    FactSetMember,
-    FactValue,
-    Metric,
-    Run,
-    RunFactSet,
-)
-from expdna.store.queries import Filter, filtered
+from expdna.store.index.chunks import chunks
+from expdna.store.index.read import IndexReads, Reader, Row, when
+from expdna.store.queries import SECTIONS, Filter, conditions
+from expdna.store.queries import column as sql_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -48,21 +37,28 @@ ROW_GROUP = 50_000
 METRIC_PREFIX = "metric_"
 
 #: Output column -> runs column, for the string columns.
-_TEXT_COLUMNS: dict[str, Any] = {
-    "run_id": Run.run_id,
-    "dna": Run.dna,
-    "commit": Run.commit,
-    "algorithm": Run.algorithm,
-    "gpu_model": Run.gpu_model,
-    "driver": Run.driver_version,
-    "cuda": Run.cuda_version,
-    "nccl": Run.nccl_version,
-    "python": Run.python_version,
-    "state": Run.state,
-    "schema_version": Run.schema_version,
-    **{f"{name}_digest": column for name, column in SECTION_COLUMNS.items()},
+_TEXT_COLUMNS: dict[str, str] = {
+    "run_id": "run_id",
+    "dna": "dna",
+    "commit": "commit",
+    "algorithm": "algorithm",
+    "gpu_model": "gpu_model",
+    "driver": "driver_version",
+    "cuda": "cuda_version",
+    "nccl": "nccl_version",
+    "python": "python_version",
+    "state": "state",
+    "schema_version": "schema_version",
+    **{f"{name}_digest": f"{name}_digest" for name in SECTIONS},
 }
-_TIME_COLUMNS: dict[str, Any] = {"generated_at": Run.generated_at, "recorded_at": Run.recorded_at}
+_TIME_COLUMNS: dict[str, str] = {"generated_at": "generated_at", "recorded_at": "recorded_at"}
+#: The runs columns each exported row is read from, in this order.
+_SELECTED = ("id", "dna_version", *_TEXT_COLUMNS, *_TIME_COLUMNS)
+_SELECT_SQL = ", ".join(
+    ["runs.id", "runs.dna_version"]
+    + [sql_column(name) for name in _TEXT_COLUMNS.values()]
+    + [sql_column(name) for name in _TIME_COLUMNS.values()]
+)
 
 
 def _schema(metric_names: Sequence[str], paths: Sequence[str] = ()) -> pa.Schema:
@@ -83,11 +79,11 @@ def _schema(metric_names: Sequence[str], paths: Sequence[str] = ()) -> pa.Schema
     return pa.schema(fields, metadata={"expdna.export": "runs v1"})
 
 
-def _metrics(conn: Connection, run_pks: Sequence[int]) -> dict[int, dict[str, float]]:
+def _metrics(conn: Reader, run_pks: Sequence[int]) -> dict[int, dict[str, float]]:
     found: dict[int, dict[str, float]] = {}
     for part in chunks(run_pks):
-        rows = conn.execute(
-            select(Metric.run_pk, Metric.name, Metric.value).where(Metric.run_pk.in_(part))
+        rows = conn.rows(
+            "SELECT run_pk, name, value FROM metrics WHERE run_pk IN :part", {"part": part}
         )
         for run_pk, name, value in rows:
             found.setdefault(run_pk, {})[name] = value
@@ -95,33 +91,27 @@ def _metrics(conn: Connection, run_pks: Sequence[int]) -> dict[int, dict[str, fl
 
 
 def _facts(
-    conn: Connection, run_pks: Sequence[int], paths: Sequence[str]
+    conn: Reader, run_pks: Sequence[int], paths: Sequence[str]
 ) -> dict[int, dict[str, list[str]]]:
     """Run pk -> path -> the fact values a run holds there (its own or through a fact set)."""
     found: dict[int, dict[str, list[str]]] = {}
     if not paths:
         return found
-    rows = conn.execute(select(FactPath.id, FactPath.path).where(FactPath.path.in_(paths)))
+    rows = conn.rows("SELECT id, path FROM fact_paths WHERE path IN :paths", {"paths": list(paths)})
     names = {int(path_id): str(path) for path_id, path in rows}
     if not names:
         return found
-    values = select(FactValue.id).where(FactValue.path_id.in_(names))
+    values = "SELECT id FROM fact_values WHERE path_id IN :path_ids"
+    sql = (
+        "SELECT held.run_pk, fact_values.path_id, fact_values.value FROM ("
+        f"SELECT run_pk, value_id FROM facts WHERE value_id IN ({values}) AND run_pk IN :part "
+        "UNION ALL SELECT run_fact_sets.run_pk, fact_set_members.value_id FROM run_fact_sets "
+        "JOIN fact_set_members ON fact_set_members.set_id = run_fact_sets.set_id "
+        f"WHERE fact_set_members.value_id IN ({values}) AND run_fact_sets.run_pk IN :part"
+        ") AS held JOIN fact_values ON fact_values.id = held.value_id"
+    )
     for part in chunks(run_pks):
-        own = select(Fact.run_pk, Fact.value_id).where(
-            Fact.value_id.in_(values), Fact.run_pk.in_(part)
-        )
-        shared = (
-            select(RunFactSet.run_pk, FactSetMember.value_id)
-            .join(FactSetMember, FactSetMember.set_id == RunFactSet.set_id)
-            .where(FactSetMember.value_id.in_(values), RunFactSet.run_pk.in_(part))
-        )
-        held = union_all(own, shared).subquery()
-        held_values = conn.execute(
-            select(held.c.run_pk, FactValue.path_id, FactValue.value).join(
-                FactValue, FactValue.id == held.c.value_id
-            )
-        )
-        for run_pk, path_id, value in held_values:
+        for run_pk, path_id, value in conn.rows(sql, {"path_ids": list(names), "part": part}):
             found.setdefault(run_pk, {}).setdefault(names[path_id], []).append(value)
     return found
 
@@ -133,31 +123,36 @@ def _cell(values: list[str] | None) -> str | None:
 
 
 def _batch(
-    conn: Connection,
-    rows: Sequence[Any],
+    conn: Reader,
+    rows: Sequence[Row],
     schema: pa.Schema,
     metric_names: Sequence[str],
     paths: Sequence[str] = (),
 ) -> pa.RecordBatch:
     import pyarrow as pa
 
-    metrics = _metrics(conn, [row.id for row in rows])
-    facts = _facts(conn, [row.id for row in rows], paths)
+    records = [dict(zip(_SELECTED, row, strict=True)) for row in rows]
+    for record in records:
+        for name in _TIME_COLUMNS:
+            record[name] = when(record[name])
+    keys = [record["id"] for record in records]
+    metrics = _metrics(conn, keys)
+    facts = _facts(conn, keys, paths)
     columns: dict[str, list[Any]] = {
-        name: [getattr(row, name) for row in rows]
+        name: [record[name] for record in records]
         for name in ("run_id", "dna", "dna_version", *_TIME_COLUMNS)
     }
     columns.update(
         {
-            name: [getattr(row, name) for row in rows]
+            name: [record[name] for record in records]
             for name in _TEXT_COLUMNS
             if name not in columns
         }
     )
     for name in metric_names:
-        columns[METRIC_PREFIX + name] = [metrics.get(row.id, {}).get(name) for row in rows]
+        columns[METRIC_PREFIX + name] = [metrics.get(key, {}).get(name) for key in keys]
     for path in paths:
-        columns[path] = [_cell(facts.get(row.id, {}).get(path)) for row in rows]
+        columns[path] = [_cell(facts.get(key, {}).get(path)) for key in keys]
     return pa.RecordBatch.from_pydict(columns, schema=schema)
 
 
@@ -171,7 +166,7 @@ def _check_target(path: Path) -> None:
 
 
 def export_parquet(
-    index: Index,
+    reads: IndexReads,
     path: Path,
     *,
     filters: Sequence[Filter] = (),
@@ -196,12 +191,6 @@ def export_parquet(
             raise InvalidInputError(f"--column {column!r}: expected a dotted manifest path")
         if column in _TEXT_COLUMNS or column in _TIME_COLUMNS or column == "dna_version":
             raise InvalidInputError(f"--column {column}: the export has that column already")
-    selected = [
-        Run.id,
-        Run.dna_version,
-        *(c.label(n) for n, c in _TEXT_COLUMNS.items()),
-        *(c.label(n) for n, c in _TIME_COLUMNS.items()),
-    ]
     try:
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}-")
     except OSError as exc:
@@ -209,28 +198,28 @@ def export_parquet(
     os.close(fd)
     count = 0
     try:
-        with index.read() as conn:
-            stmt = filtered(conn, select(*selected), filters=filters, since=since)
-            ids = filtered(conn, select(Run.id), filters=filters, since=since)
+        with reads.read() as conn:
+            where = conditions(conn, filters=filters, since=since)
             names: list[str] = (
                 []
-                if ids is None
+                if where is None
                 else [
                     str(n)
-                    for n in conn.execute(
-                        select(Metric.name)
-                        .where(Metric.run_pk.in_(ids))
-                        .distinct()
-                        .order_by(Metric.name)
-                    ).scalars()
+                    for n in conn.column(
+                        "SELECT DISTINCT name FROM metrics WHERE run_pk IN "
+                        f"(SELECT runs.id FROM runs WHERE {where.sql}) ORDER BY name",
+                        where.params,
+                    )
                 ]
             )
             schema = _schema(names, paths)
             with pq.ParquetWriter(temp, schema) as writer:
-                if stmt is not None:
-                    ordered = stmt.order_by(Run.generated_at, Run.run_id)
-                    result = conn.execution_options(yield_per=row_group).execute(ordered)
-                    for rows in result.partitions(row_group):
+                if where is not None:
+                    ordered = (
+                        f"SELECT {_SELECT_SQL} FROM runs WHERE {where.sql} "
+                        "ORDER BY runs.generated_at, runs.run_id"
+                    )
+                    for rows in conn.batches(ordered, where.params, row_group):
                         writer.write_batch(_batch(conn, rows, schema, names, paths))
                         count += len(rows)
         with open(temp, "rb+") as fh:

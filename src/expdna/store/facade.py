@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS
-from expdna.store import identity, maintenance, queries
-from expdna.store.catchup import apply_pending
+from expdna.store import SQLITE_NAME, queries
 from expdna.store.config import StoreConfig
 from expdna.store.entities import (
     FsckReport,
@@ -37,18 +36,11 @@ from expdna.store.entities import (
     RunSummary,
 )
 from expdna.store.errors import RunConflictError, StoreError
-from expdna.store.index.bulk import chunks
-from expdna.store.index.engine import Index, open_index, shown
-from expdna.store.index.engine import index_url as resolved_url
-from expdna.store.index.migrate import (
-    HEAD,
-    current_revision,
-    ensure_current,
-    revision,
-    upgradable,
-    upgrade,
-)
+from expdna.store.index.chunks import chunks
+from expdna.store.index.read import EngineReads, IndexReads, SqliteFile, local_sqlite
 from expdna.store.index.readonly import writable
+from expdna.store.index.revision import HEAD
+from expdna.store.index.schema import stored_revision
 from expdna.store.objects.interface import ObjectStore
 from expdna.store.objects.place import open_objects
 from expdna.store.presence import require_index
@@ -56,6 +48,7 @@ from expdna.store.queries import Filter
 
 if TYPE_CHECKING:
     from expdna.manifest.model import Manifest
+    from expdna.store.index.engine import Index
     from expdna.store.record.recorder import BatchItem, Recorder
     from expdna.store.record.sections import SectionMemo
 
@@ -100,19 +93,96 @@ def _check(manifest: Manifest, source: str | None, memo: SectionMemo) -> BatchIt
         return _failed(source, exc, manifest.run_id)
 
 
+def _reads_of(index: Index) -> IndexReads:
+    """Reads of an open index: an SQLite file through the standard library, else the engine."""
+    if index.dialect == "sqlite":
+        return SqliteFile(Path(str(index.url.database)))
+    return EngineReads(index)
+
+
+def _sqlite_file(config: StoreConfig) -> Path | None:
+    """The SQLite index file a config names; None for PostgreSQL."""
+    if config.index_url is None:
+        return config.root / SQLITE_NAME
+    from expdna.store.index.engine import index_url  # a URL given: SQLAlchemy parses it
+
+    resolved = index_url(config.root, config.index_url)
+    return Path(str(resolved.database)) if resolved.drivername == "sqlite" else None
+
+
+def _bring_current(
+    config: StoreConfig,
+    database: Path | None,
+    found: str | None,
+    upgrade: bool | None,
+    mounts_file: Path,
+) -> None:
+    """An index a reader found at another revision: one behind is upgraded (an SQLite one,
+    where it can be written, or when ``upgrade``), else the error says why and how."""
+    from expdna.store.index.engine import open_index
+    from expdna.store.index.migrate import ensure_current, upgradable
+
+    auto = database is not None if upgrade is None else upgrade
+    if auto and upgradable(found):
+        if database is not None and not writable(database):
+            raise StoreError(
+                f"index {database} is at revision {found or '(empty)'}, this expdna "
+                f"needs {HEAD}, and it is read-only here: upgrade it where it can be "
+                "written (`expdna db upgrade`) or use the expdna that recorded it"
+            )
+        writer = open_index(config.root, config.index_url, mounts_file=mounts_file)
+        try:
+            ensure_current(writer, auto_upgrade=True)
+        finally:
+            writer.dispose()
+        return
+    index = open_index(config.root, config.index_url, mounts_file=mounts_file, read_only=True)
+    try:
+        ensure_current(index, auto_upgrade=False)  # says why, and how to upgrade
+    finally:
+        index.dispose()
+
+
 class Store:
     """A content-addressed object directory (or bucket) plus a SQL index over every
     recorded run."""
 
-    def __init__(self, root: Path, index: Index, objects: ObjectStore | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        index: Index | None,
+        objects: ObjectStore | None = None,
+        *,
+        reads: IndexReads | None = None,
+        opener: Callable[[], Index] | None = None,
+    ) -> None:
+        """``index``: the open SQLAlchemy index, or None where ``opener`` opens it on first
+        use (a read-only store: its queries go through ``reads`` and never load it)."""
         #: the store directory; for a store in a bucket, its local cache directory
         self.root = root
         self.objects: ObjectStore = (
             objects if objects is not None else open_objects(StoreConfig(path=root))
         )
         self.log = self.objects.open_log()
-        self.index = index
+        self._index = index
+        self._opener = opener
+        if reads is None:
+            if index is None:
+                raise TypeError("Store needs an index or its reads")
+            reads = _reads_of(index)
+        #: where every query reads (expdna.store.index.read)
+        self.reads: IndexReads = reads
         self._pipeline: tuple[Recorder, SectionMemo] | None = None
+
+    @property
+    def index(self) -> Index:
+        """The SQLAlchemy index, for writes (opened here on first use when the store was
+        opened for reading)."""
+        if self._index is None:
+            if self._opener is None:
+                raise TypeError("Store has no index to open")
+            self._index = self._opener()
+        return self._index
 
     @property
     def _recorder(self) -> Recorder:
@@ -178,10 +248,31 @@ class Store:
         :meth:`open_unchecked`, no directory made and no revision check;
         ``read_only=True``: :meth:`open_for_reading`; ``bind=False``: the store id is not
         checked, for ``reindex``, which sets it)."""
-        root = config.root
         require_index(config)  # before open_index, which would create an empty one
         if read_only:
-            return cls._for_reading(config, mounts_file=mounts_file, upgrade=upgrade)
+            return cls._for_reading(
+                config, mounts_file=mounts_file, upgrade=upgrade, checked=checked
+            )
+        return cls._for_writing(
+            config, mounts_file=mounts_file, upgrade=upgrade, checked=checked, bind=bind
+        )
+
+    @classmethod
+    def _for_writing(
+        cls,
+        config: StoreConfig,
+        *,
+        mounts_file: Path,
+        upgrade: bool | None,
+        checked: bool,
+        bind: bool,
+    ) -> Store:
+        from expdna.store import identity
+        from expdna.store.catchup import apply_pending
+        from expdna.store.index.engine import open_index
+        from expdna.store.index.migrate import ensure_current
+
+        root = config.root
         objects = open_objects(config)
         if config.remote is not None and config.index_url is None:
             _make_cache(root)  # the local SQLite index of a store in a bucket
@@ -229,10 +320,19 @@ class Store:
         return cls._for_reading(config, mounts_file=mounts_file, upgrade=None)
 
     @classmethod
-    def _for_reading(cls, config: StoreConfig, *, mounts_file: Path, upgrade: bool | None) -> Store:
+    def _for_reading(
+        cls,
+        config: StoreConfig,
+        *,
+        mounts_file: Path,
+        upgrade: bool | None,
+        checked: bool = True,
+    ) -> Store:
+        """The read path: a local SQLite index at this expdna's revision is read with the
+        standard library alone (expdna.store.index.read); SQLAlchemy and alembic load only
+        for PostgreSQL, an index to upgrade, or a write."""
         root = config.root
-        resolved = resolved_url(root, config.index_url)
-        database = Path(str(resolved.database)) if resolved.drivername == "sqlite" else None
+        database = _sqlite_file(config)
         if database is not None and not database.is_file():
             if config.remote is not None:
                 raise StoreError(
@@ -241,31 +341,29 @@ class Store:
                 )
             where = f"store at {root}" if config.index_url is None else f"index at {database}"
             raise StoreError(f"no {where}")
-        index = open_index(root, config.index_url, mounts_file=mounts_file, read_only=True)
+
+        def opener() -> Index:
+            from expdna.store.index.engine import open_index
+
+            return open_index(root, config.index_url, mounts_file=mounts_file, read_only=True)
+
+        index: Index | None = None
+        if database is None:  # PostgreSQL: through SQLAlchemy
+            index = opener()
+            reads: IndexReads = EngineReads(index)
+        else:
+            local_sqlite(database, mounts_file)
+            reads = SqliteFile(database)
         try:
-            auto = index.dialect == "sqlite" if upgrade is None else upgrade
-            found = revision(index)
-            if auto and upgradable(found):
-                index.dispose()
-                if database is not None and not writable(database):
-                    raise StoreError(
-                        f"index {database} is at revision {found or '(empty)'}, this expdna "
-                        f"needs {HEAD}, and it is read-only here: upgrade it where it can be "
-                        "written (`expdna db upgrade`) or use the expdna that recorded it"
-                    )
-                writer = open_index(root, config.index_url, mounts_file=mounts_file)
-                try:
-                    ensure_current(writer, auto_upgrade=True)
-                finally:
-                    writer.dispose()
-                index = open_index(root, config.index_url, mounts_file=mounts_file, read_only=True)
-            elif found != HEAD:
-                ensure_current(index, auto_upgrade=False)  # says why, and how to upgrade
+            found = stored_revision(reads) if checked else HEAD
+            if found != HEAD:
+                _bring_current(config, database, found, upgrade, mounts_file)
         except BaseException:
-            index.dispose()
+            if index is not None:
+                index.dispose()
             raise
-        store = cls(root, index, open_objects(config))
-        if store.log.pending():  # the training hook's entries: applied where it can be
+        store = cls(root, index, open_objects(config), reads=reads, opener=opener)
+        if checked and store.log.pending():  # the training hook's entries: applied where it can be
             store._catch_up(config, database, mounts_file)
         return store
 
@@ -275,6 +373,10 @@ class Store:
         if database is not None and not writable(database):
             log.info("%s: pending log entries left for a writer (read-only here)", self.root)
             return
+        from expdna.store import identity
+        from expdna.store.catchup import apply_pending
+        from expdna.store.index.engine import open_index
+
         writer = open_index(self.root, config.index_url, mounts_file=mounts_file)
         try:
             identity.bind(self.objects, writer)
@@ -283,7 +385,9 @@ class Store:
             writer.dispose()
 
     def close(self) -> None:
-        self.index.dispose()
+        self.reads.close()
+        if self._index is not None:
+            self._index.dispose()
         closing = getattr(self.objects, "close", None)
         if closing is not None:
             closing()
@@ -390,7 +494,7 @@ class Store:
 
     def get(self, ref: str) -> RunRecord:
         """A run by id or DNA prefix (the newest run of that DNA)."""
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             return queries.resolve(conn, ref)
 
     def show(self, ref: str, *, inline: bool = False) -> dict[str, Any]:
@@ -418,7 +522,7 @@ class Store:
         limit: int | None = None,
     ) -> list[RunSummary]:
         """Runs, newest first, matching every given condition."""
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             return queries.select_runs(
                 conn, dna_prefix=dna_prefix, filters=where, since=since, limit=limit
             )
@@ -439,7 +543,7 @@ class Store:
                 from expdna.manifest.family import family_of
 
                 family = family_of(self.show(record.run_id), version=record.dna_version)
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             if across_seeds:
                 return queries.select_runs(conn, family=family)
             return queries.select_runs(conn, dna=dna)
@@ -488,22 +592,22 @@ class Store:
 
     def find(self, *filters: Filter, limit: int | None = None) -> list[RunSummary]:
         """Runs matching every filter (AND), newest first."""
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             return queries.select_runs(conn, filters=filters, limit=limit)
 
     def unknown_paths(self, filters: Sequence[Filter]) -> dict[str, list[str]]:
         """Each filter path no recorded run has -> the nearest paths some run has."""
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             return queries.unknown_paths(conn, filters)
 
     def find_ids(self, *filters: Filter, limit: int | None = None) -> list[tuple[str, str]]:
         """(run id, DNA) of the runs matching every filter, newest first (find, lighter)."""
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             return queries.select_ids(conn, filters=filters, limit=limit)
 
     def resolve_dna(self, prefix: str) -> str:
         """The full DNA a prefix of at least 6 hex names (ambiguous: exit 2)."""
-        with self.index.read() as conn:
+        with self.reads.read() as conn:
             return queries.resolve_dna(conn, prefix)
 
     # -- metrics, pins, lineage, export --------------------------------------------
@@ -530,7 +634,7 @@ class Store:
         """The numeric final metrics of a run (by id or DNA prefix), by flattened name."""
         from expdna.store import metrics as metrics_mod
 
-        return metrics_mod.metrics_of(self.index, ref)
+        return metrics_mod.metrics_of(self.reads, ref)
 
     def pin(
         self,
@@ -573,7 +677,7 @@ class Store:
         renamed or copied checkpoint is found), ``blake3:<hex>`` by digest, else a name."""
         from expdna.store import checkpoints
 
-        return checkpoints.which(self.index, target, use_cache=use_cache)
+        return checkpoints.which(self.reads, target, use_cache=use_cache)
 
     def link(self, parent: str, child: str, relation: str) -> bool:
         """Record ``child <relation> parent`` between two recorded runs (ids or DNA
@@ -587,7 +691,7 @@ class Store:
         not recorded but named by recorded edges (a parent recorded later) is answered too."""
         from expdna.store import lineage
 
-        return lineage.report(self.index, ref)
+        return lineage.report(self.reads, ref)
 
     def export_parquet(
         self,
@@ -602,30 +706,35 @@ class Store:
         returns the number of rows. Needs pyarrow."""
         from expdna.store.export import export_parquet
 
-        return export_parquet(self.index, Path(path), filters=where, since=since, columns=columns)
+        return export_parquet(self.reads, Path(path), filters=where, since=since, columns=columns)
 
     # -- maintenance -----------------------------------------------------------------
 
     @property
     def index_location(self) -> str:
         """Where the index is, for messages: its URL without a password."""
-        return shown(self.index.url)
+        return self.reads.where
 
     def index_revision(self) -> tuple[str | None, str]:
         """The index's schema revision (None when empty) and the one this expdna needs."""
-        with self.index.read() as conn:
-            return current_revision(conn), HEAD
+        return stored_revision(self.reads), HEAD
 
     def upgrade_index(self) -> tuple[str | None, str]:
         """Bring the index to this expdna's schema revision; returns (before, after)."""
+        from expdna.store.index.migrate import upgrade
+
         return upgrade(self.index)
 
     def fsck(self) -> FsckReport:
-        return maintenance.fsck(self.objects, self.index, self.log)
+        from expdna.store.fsck import fsck
 
-    def gc(
-        self, *, dry_run: bool = False, grace_s: float = maintenance.DEFAULT_GRACE_S
-    ) -> GcReport:
+        return fsck(self.objects, self.reads, self.log)
+
+    def gc(self, *, dry_run: bool = False, grace_s: float | None = None) -> GcReport:
+        """``grace_s``: default :data:`expdna.store.maintenance.DEFAULT_GRACE_S`."""
+        from expdna.store import maintenance
+
+        grace = maintenance.DEFAULT_GRACE_S if grace_s is None else grace_s
         return maintenance.gc(
-            self.objects, self.index, dry_run=dry_run, grace_s=grace_s, log_dir=self.log
+            self.objects, self.index, dry_run=dry_run, grace_s=grace, log_dir=self.log
         )

@@ -18,6 +18,8 @@ from expdna.store.errors import IndexLostError, StoreIdentityError
 from expdna.store.index.bulk import insert_ignore
 from expdna.store.index.engine import Index, shown
 from expdna.store.index.models import Run, StoreMeta
+from expdna.store.index.read import EngineReader
+from expdna.store.index.schema import STORE_ID_KEY, stored_id
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.idfile import (
     ID_FILE as ID_FILE,
@@ -33,12 +35,11 @@ from expdna.store.objects.idfile import (
 )
 from expdna.store.objects.interface import ObjectStore
 
-KEY = "store_id"
+KEY = STORE_ID_KEY
 
 
 def index_id(conn: Connection) -> str | None:
-    value = conn.execute(select(StoreMeta.value).where(StoreMeta.key == KEY)).scalar()
-    return None if value is None else str(value)
+    return stored_id(EngineReader(conn))
 
 
 def set_index_id(conn: Connection, store_id: str) -> None:

@@ -13,22 +13,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Literal
-
-from sqlalchemy import Connection, select
-from sqlalchemy.orm import InstrumentedAttribute
+from typing import TYPE_CHECKING, Literal
 
 from expdna.errors import InvalidInputError
 from expdna.manifest.lineage import RELATIONS
 from expdna.store.entities import LineageEdge, LineageReport
 from expdna.store.errors import RunNotFoundError
-from expdna.store.index.bulk import chunks, insert_ignore
-from expdna.store.index.engine import Index
-from expdna.store.index.models import LINEAGE_KEY, Lineage, Run
-from expdna.store.logged import write_logged
-from expdna.store.objects.interface import LogStore
+from expdna.store.index.chunks import chunks
+from expdna.store.index.read import IndexReads, Reader, reader_of, when
 from expdna.store.objects.log import LogEntry
 from expdna.store.queries import resolve
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+    from expdna.store.index.engine import Index
+    from expdna.store.objects.interface import LogStore
+
+    Conn = Reader | Connection
 
 
 def check_relation(relation: str) -> str:
@@ -50,6 +52,9 @@ def insert_edges(
     at: datetime | None = None,
 ) -> int:
     """Insert (parent, child, relation) edges not present yet; returns how many were new."""
+    from expdna.store.index.bulk import insert_ignore
+    from expdna.store.index.models import LINEAGE_KEY, Lineage
+
     moment = at or now()
     rows = [
         {
@@ -72,15 +77,21 @@ def insert_edges(
 
 Direction = Literal["ancestor", "descendant"]
 
+#: (the column holding the run walked from, the column holding the next run) per direction.
+_SIDES: dict[Direction, tuple[str, str]] = {
+    "ancestor": ("child_run_id", "parent_run_id"),
+    "descendant": ("parent_run_id", "child_run_id"),
+}
 
-def walk(conn: Connection, run_id: str, direction: Direction) -> list[LineageEdge]:
+
+def walk(conn: Conn, run_id: str, direction: Direction) -> list[LineageEdge]:
     """Every edge reachable from ``run_id`` towards parents or children, nearest first."""
-    near: InstrumentedAttribute[str]
-    far: InstrumentedAttribute[str]
-    if direction == "ancestor":
-        near, far = Lineage.child_run_id, Lineage.parent_run_id
-    else:
-        near, far = Lineage.parent_run_id, Lineage.child_run_id
+    reader = reader_of(conn)
+    near, far = _SIDES[direction]
+    sql = (
+        "SELECT parent_run_id, child_run_id, relation, source FROM lineage "
+        f"WHERE {near} IN :part ORDER BY {far}, relation"
+    )
     found: list[LineageEdge] = []
     visited = {run_id}
     frontier = [run_id]
@@ -89,14 +100,7 @@ def walk(conn: Connection, run_id: str, direction: Direction) -> list[LineageEdg
         depth += 1
         following: set[str] = set()
         for part in chunks(sorted(frontier)):
-            rows = conn.execute(
-                select(
-                    Lineage.parent_run_id, Lineage.child_run_id, Lineage.relation, Lineage.source
-                )
-                .where(near.in_(part))
-                .order_by(far, Lineage.relation)
-            )
-            for parent, child, relation, source in rows:
+            for parent, child, relation, source in reader.rows(sql, {"part": part}):
                 other = parent if direction == "ancestor" else child
                 found.append(
                     LineageEdge(
@@ -116,14 +120,15 @@ def walk(conn: Connection, run_id: str, direction: Direction) -> list[LineageEdg
     return found
 
 
-def with_runs(conn: Connection, edges: Sequence[LineageEdge]) -> list[LineageEdge]:
+def with_runs(conn: Conn, edges: Sequence[LineageEdge]) -> list[LineageEdge]:
     """Edges with the DNA and time of each related run that is recorded."""
+    reader = reader_of(conn)
     known: dict[str, tuple[str, datetime]] = {}
     for part in chunks(sorted({edge.run_id for edge in edges})):
-        rows = conn.execute(
-            select(Run.run_id, Run.dna, Run.generated_at).where(Run.run_id.in_(part))
+        rows = reader.rows(
+            "SELECT run_id, dna, generated_at FROM runs WHERE run_id IN :part", {"part": part}
         )
-        known.update({run_id: (dna, moment) for run_id, dna, moment in rows})
+        known.update({run_id: (dna, when(moment)) for run_id, dna, moment in rows})
     return [
         replace(edge, dna=known[edge.run_id][0], generated_at=known[edge.run_id][1])
         if edge.run_id in known
@@ -132,14 +137,16 @@ def with_runs(conn: Connection, edges: Sequence[LineageEdge]) -> list[LineageEdg
     ]
 
 
-def has_edges(conn: Connection, run_id: str) -> bool:
-    for column in (Lineage.child_run_id, Lineage.parent_run_id):
-        if conn.execute(select(Lineage.id).where(column == run_id).limit(1)).first():
+def has_edges(conn: Conn, run_id: str) -> bool:
+    reader = reader_of(conn)
+    for column in ("child_run_id", "parent_run_id"):
+        sql = f"SELECT id FROM lineage WHERE {column} = :run_id LIMIT 1"
+        if reader.first(sql, {"run_id": run_id}) is not None:
             return True
     return False
 
 
-def check_link(conn: Connection, parent: str, child: str, relation: str) -> None:
+def check_link(conn: Conn, parent: str, child: str, relation: str) -> None:
     """Refuse (exit 2) an edge from a run to itself or one that would close a cycle."""
     check_relation(relation)
     if parent == child:
@@ -167,6 +174,8 @@ def apply_entry(conn: Connection, entry: LogEntry) -> bool:
 def link_runs(index: Index, log: LogStore, parent: str, child: str, relation: str) -> bool:
     """:meth:`expdna.store.Store.link`: both runs resolved and the edge checked, logged,
     then one write transaction."""
+    from expdna.store.logged import write_logged
+
     check_relation(relation)
     with index.read() as conn:
         parent_id, child_id = resolve(conn, parent).run_id, resolve(conn, child).run_id
@@ -175,9 +184,9 @@ def link_runs(index: Index, log: LogStore, parent: str, child: str, relation: st
     return write_logged(index, log, "link", body, apply_entry)
 
 
-def report(index: Index, ref: str) -> LineageReport:
+def report(reads: IndexReads, ref: str) -> LineageReport:
     """:meth:`expdna.store.Store.lineage`."""
-    with index.read() as conn:
+    with reads.read() as conn:
         try:
             run = resolve(conn, ref)
             run_id, dna = run.run_id, run.dna

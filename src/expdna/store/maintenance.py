@@ -1,11 +1,11 @@
-"""fsck and gc: the object directory and the index checked against each other.
+"""gc: objects no run references removed, checked against the index as fsck checks them
+(expdna.store.fsck, whose fan-out walk it shares).
 
-Both walk the store one fan-out directory at a time (``objects/ab/`` against the blob rows
-whose digest starts with ``ab``), so memory stays flat however many runs are recorded.
-
-An unreferenced object (written by a recorder that stopped before its index transaction
-committed) is not a problem: it is what the write order promises at worst, and ``gc``
-removes it. gc leaves alone objects and temporary files younger than a grace period.
+gc walks the store one fan-out directory at a time (``objects/ab/`` against the blob rows
+whose digest starts with ``ab``), so memory stays flat however many runs are recorded. An
+unreferenced object (written by a recorder that stopped before its index transaction
+committed) is what the write order promises at worst; gc leaves alone objects and
+temporary files younger than a grace period.
 
 gc and recorders share no lock (flock is not dependable on NFS, and a bucket has none): gc
 moves an object it found unreferenced into ``objects/trash/`` (one atomic rename; on a
@@ -23,190 +23,26 @@ import logging
 import os
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
 
-from sqlalchemy import Connection, delete, exists, func, select
+from sqlalchemy import Connection, delete, exists, select
 
 from expdna.digest import ALGORITHM
-from expdna.digest.refs import ref
 from expdna.store import drift
-from expdna.store.config import StoreConfig
-from expdna.store.entities import FsckReport, GcReport
-from expdna.store.errors import (
-    CorruptObjectError,
-    IndexLostError,
-    MissingObjectError,
-    StoreError,
-    UnreadableObjectError,
-)
-from expdna.store.index.applied import applied_names
+from expdna.store.entities import GcReport
+from expdna.store.errors import IndexLostError
+from expdna.store.fsck import FANS, blob_rows, fan_range
+from expdna.store.fsck import irregular_objects as irregular_objects
 from expdna.store.index.bulk import chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.models import Blob, Run, RunBlob
+from expdna.store.index.read import EngineReader, EngineReads
 from expdna.store.objects.directory import TRASH as TRASH
 from expdna.store.objects.interface import LogStore, ObjectStore
-from expdna.store.objects.log import LogEntry
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_S = 3600.0
 TEMP_MIN_AGE_S = 600.0
-FANS = [f"{i:02x}" for i in range(256)]
-
-
-def _fan_range(fan: str) -> tuple[str, str]:
-    return fan, "g" if fan == "ff" else f"{int(fan, 16) + 1:02x}"
-
-
-def _blob_rows(conn: Connection, fan: str) -> dict[str, tuple[int, str]]:
-    low, high = _fan_range(fan)
-    rows = conn.execute(
-        select(Blob.digest, Blob.id, Blob.kind).where(
-            Blob.algorithm == ALGORITHM, Blob.digest >= low, Blob.digest < high
-        )
-    )
-    return {digest: (blob_id, kind) for digest, blob_id, kind in rows}
-
-
-def irregular_objects(objects: ObjectStore) -> list[str]:
-    """One line per entry at an object path that is not a regular file."""
-    return [
-        f"object {ref(digest)} in {objects.location} is {what}, not a file: not read "
-        "(remove it; `expdna fsck` checks the store again)"
-        for digest, what in objects.irregular()
-    ]
-
-
-def _first_referrer(conn: Connection, blob_id: int) -> str | None:
-    via_link = (
-        select(Run.run_id).join(RunBlob, RunBlob.run_pk == Run.id).where(RunBlob.blob_id == blob_id)
-    )
-    direct = select(Run.run_id).where(Run.manifest_blob_id == blob_id)
-    found = conn.execute(direct.limit(1)).scalar() or conn.execute(via_link.limit(1)).scalar()
-    return None if found is None else str(found)
-
-
-def fsck(objects: ObjectStore, index: Index, log: LogStore | None = None) -> FsckReport:
-    """Re-hash every object and log entry, check every blob the index references is
-    present, and that the index is neither lost nor behind the log."""
-    log = log or objects.open_log()
-    standing = drift.check(objects, index, log)
-    problems: list[str] = list(standing.problems)
-    entries: list[LogEntry] = []
-    for name in log.names():
-        try:
-            entries.append(log.read(name))
-        except ValueError as exc:
-            problems.append(str(exc))
-        except FileNotFoundError:
-            continue
-    if not standing.problems:  # a lost or foreign index: that one line says it all
-        problems += log_gaps(index, entries)
-    problems += irregular_objects(objects)
-    count = unreferenced = 0
-    for fan in FANS:
-        on_disk = set(objects.listing(fan))
-        count += len(on_disk)
-        with index.read() as conn:
-            rows = _blob_rows(conn, fan)
-            for digest in sorted(rows.keys() - on_disk):
-                blob_id, kind = rows[digest]
-                run = _first_referrer(conn, blob_id)
-                whose = f" of run {run}" if run else ""
-                problems.append(f"missing object {ref(digest)} ({kind}{whose})")
-        for digest in sorted(on_disk):
-            try:
-                objects.verify(digest)
-            except (CorruptObjectError, UnreadableObjectError) as exc:
-                problems.append(str(exc))
-            except MissingObjectError:  # removed while we looked: gc ran meanwhile
-                continue
-        unreferenced += len(on_disk - rows.keys())
-    with index.read() as conn:
-        runs = conn.execute(select(func.count()).select_from(Run)).scalar_one()
-        orphans = (
-            conn.execute(select(Run.run_id).where(~exists().where(Blob.id == Run.manifest_blob_id)))
-            .scalars()
-            .all()
-        )
-        problems += [f"run {run_id}: its manifest blob row is missing" for run_id in orphans]
-        dangling = (
-            conn.execute(
-                select(Run.run_id)
-                .join(RunBlob, RunBlob.run_pk == Run.id)
-                .where(~exists().where(Blob.id == RunBlob.blob_id))
-            )
-            .scalars()
-            .all()
-        )
-        problems += [f"run {run_id}: references a blob row that is missing" for run_id in dangling]
-    temp_files = sum(1 for _ in objects.temp_files())
-    with index.read() as conn:
-        unfinished = unfinished_runs(conn)
-    return FsckReport(
-        unfinished=unfinished,
-        objects=count,
-        runs=int(runs),
-        problems=problems,
-        unreferenced=unreferenced,
-        temp_files=temp_files,
-        pending=standing.pending,
-    )
-
-
-def unfinished_runs(conn: Connection, now: datetime | None = None) -> list[str]:
-    """Run ids still ``running`` past the age limit of :mod:`expdna.manifest.status`
-    (``generated_at`` is when the run started), oldest first."""
-    from expdna.manifest.status import unfinished_after_s
-
-    moment = now or datetime.now(timezone.utc).replace(tzinfo=None)
-    cutoff = moment - timedelta(seconds=unfinished_after_s())
-    rows = conn.execute(
-        select(Run.run_id)
-        .where(Run.state == "running", Run.generated_at < cutoff)
-        .order_by(Run.generated_at)
-    )
-    return [str(run_id) for run_id in rows.scalars()]
-
-
-#: How many run ids a log-gap problem names before "and N more".
-NAMED = 5
-
-
-def _named(run_ids: list[str]) -> str:
-    more = f" and {len(run_ids) - NAMED} more" if len(run_ids) > NAMED else ""
-    return ", ".join(run_ids[:NAMED]) + more
-
-
-def log_gaps(index: Index, entries: list[LogEntry]) -> list[str]:
-    """The log invariant (expdna.store.objects.log): every run in the index is named by a
-    ``record`` entry, and every run an applied ``record`` entry names is in the index.
-    Entries not applied yet are a recorder at work (or :mod:`expdna.store.drift`'s)."""
-    with index.read() as conn:
-        indexed = {str(r) for r in conn.execute(select(Run.run_id)).scalars()}
-        applied = applied_names(conn) if entries else set()
-    named: set[str] = set()
-    lost: set[str] = set()
-    for entry in entries:
-        if entry.kind != "record":
-            continue
-        runs = {str(run[0]) for run in entry.body.get("runs", [])}
-        named |= runs
-        if entry.name in applied:
-            lost |= runs - indexed
-    problems = []
-    unlogged = sorted(indexed - named)
-    if unlogged:
-        problems.append(
-            f"{len(unlogged)} runs in the index have no log entry ({_named(unlogged)}): a "
-            f"rebuild would lose their record times; {drift.REINDEX} and logs them"
-        )
-    if lost:
-        problems.append(
-            f"{len(lost)} runs named by applied log entries are not in the index "
-            f"({_named(sorted(lost))}); {drift.REINDEX}"
-        )
-    return problems
 
 
 def _old(path: str, cutoff: float) -> bool:
@@ -217,7 +53,7 @@ def _old(path: str, cutoff: float) -> bool:
 
 
 def _unreferenced_rows(conn: Connection, fan: str) -> Iterator[tuple[str, int]]:
-    low, high = _fan_range(fan)
+    low, high = fan_range(fan)
     referenced = exists().where(RunBlob.blob_id == Blob.id)
     direct = exists().where(Run.manifest_blob_id == Blob.id)
     rows = conn.execute(
@@ -230,25 +66,6 @@ def _unreferenced_rows(conn: Connection, fan: str) -> Iterator[tuple[str, int]]:
         )
     )
     yield from ((str(digest), int(blob_id)) for digest, blob_id in rows)
-
-
-def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
-    """Why fsck cannot open a store's SQLite index that its objects outlive (missing,
-    unreadable), naming ``reindex``; None when that is not the case."""
-    from expdna.store import SQLITE_NAME
-    from expdna.store.objects.idfile import holds_objects
-
-    if config.index_url is not None or config.remote is not None:
-        return None
-    if not holds_objects(config.root / "objects"):
-        return None
-    database = config.root / SQLITE_NAME
-    if not database.exists():
-        return str(error)  # the one line every command gives (expdna.store.presence)
-    return (
-        f"index {database} cannot be read ({error}), but object directory "
-        f"{config.root / 'objects'} holds objects; {drift.REINDEX}"
-    )
 
 
 def _referenced(conn: Connection, digests: list[str]) -> set[str]:
@@ -302,7 +119,7 @@ def gc(
     Refuses (:class:`IndexLostError`, exit 1) while the index looks lost or behind.
     """
     store_log = log_dir or objects.open_log()
-    standing = drift.check(objects, index, store_log)
+    standing = drift.check(objects, EngineReads(index), store_log)
     if standing.problems:
         raise IndexLostError(f"gc removes nothing: {standing.problems[0]}")
     if not dry_run:
@@ -315,7 +132,7 @@ def gc(
         if not on_disk:
             continue
         with index.read() as conn:
-            known = _blob_rows(conn, fan).keys()
+            known = blob_rows(EngineReader(conn), fan).keys()
             stale_rows = dict(_unreferenced_rows(conn, fan))
         candidates = (
             (on_disk.keys() - known) | (stale_rows.keys() & on_disk.keys())

@@ -19,6 +19,7 @@ from expdna.store.index.bulk import bulk_insert, chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
 from expdna.store.index.models import Fact, FactPath, FactValue, Metric
+from expdna.store.index.read import IndexReads, Reader, reader_of
 from expdna.store.logbodies import plain_metrics
 from expdna.store.logged import write_logged
 from expdna.store.objects.interface import LogStore
@@ -75,9 +76,9 @@ def upsert_metrics(conn: Connection, run: int, metrics: dict[str, Any]) -> None:
         )
 
 
-def read_metrics(conn: Connection, run: int) -> dict[str, float]:
-    rows = conn.execute(
-        select(Metric.name, Metric.value).where(Metric.run_pk == run).order_by(Metric.name)
+def read_metrics(conn: Reader | Connection, run: int) -> dict[str, float]:
+    rows = reader_of(conn).rows(
+        "SELECT name, value FROM metrics WHERE run_pk = :run ORDER BY name", {"run": run}
     )
     return {str(name): float(value) for name, value in rows}
 
@@ -100,6 +101,6 @@ def record_metrics(
     return write_logged(index, log, "metrics", body, apply_entry)
 
 
-def metrics_of(index: Index, ref: str) -> dict[str, float]:
-    with index.read() as conn:
+def metrics_of(reads: IndexReads, ref: str) -> dict[str, float]:
+    with reads.read() as conn:
         return read_metrics(conn, run_pk(conn, resolve(conn, ref).run_id))

@@ -10,49 +10,46 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, insert, select, text, update
-
 from expdna.digest import ALGORITHM
 from expdna.store.entities import PinRecord
-from expdna.store.index.engine import Index
-from expdna.store.index.models import Pin, Run
+from expdna.store.index.read import Reader, Row, reader_of, when
 from expdna.store.logbodies import pin_body
-from expdna.store.logged import write_logged
-from expdna.store.objects.interface import LogStore
 from expdna.store.objects.log import LogEntry
 from expdna.store.queries import resolve, run_pk
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement
+    from sqlalchemy import ColumnElement, Connection
 
-_COLUMNS = (
-    Run.run_id,
-    Run.generated_at,
-    Pin.dna,
-    Pin.digest,
-    Pin.name,
-    Pin.path,
-    Pin.size,
-    Pin.pinned_at,
+    from expdna.store.index.engine import Index
+    from expdna.store.objects.interface import LogStore
+
+    Conn = Reader | Connection
+
+_SELECT = (
+    "SELECT runs.run_id, runs.generated_at, pins.dna, pins.digest, pins.name, pins.path, "
+    "pins.size, pins.pinned_at FROM pins JOIN runs ON runs.id = pins.run_pk"
 )
+_NEWEST = "ORDER BY pins.pinned_at DESC, pins.id DESC"
 
 
-def _record(row: Any, matches: bool | None = None) -> PinRecord:
-    values = row._mapping
+def _record(row: Row, matches: bool | None = None) -> PinRecord:
+    run_id, generated_at, dna, digest, name, path, size, pinned_at = row
     return PinRecord(
-        run_id=values["run_id"],
-        dna=values["dna"],
-        digest=values["digest"],
-        name=values["name"],
-        path=values["path"],
-        size=values["size"],
-        pinned_at=values["pinned_at"],
-        generated_at=values["generated_at"],
+        run_id=run_id,
+        dna=dna,
+        digest=digest,
+        name=name,
+        path=path,
+        size=size,
+        pinned_at=when(pinned_at),
+        generated_at=when(generated_at),
         matches=matches,
     )
 
 
 def _same_name(name: str | None) -> ColumnElement[bool]:
+    from expdna.store.index.models import Pin
+
     return Pin.name.is_(None) if name is None else Pin.name == name
 
 
@@ -68,6 +65,10 @@ def add_pin(
     pinned_at: datetime | None = None,
 ) -> PinRecord:
     """Insert the pin (inside a write transaction) unless the run holds it already."""
+    from sqlalchemy import insert, select, text, update
+
+    from expdna.store.index.models import Pin
+
     if conn.dialect.name == "postgresql":
         # Two writers pinning the same bytes at once would both see "absent": serialise
         # them on the digest (60 bits of it: a signed bigint key).
@@ -94,27 +95,32 @@ def add_pin(
         )
     elif (path, size) != (existing.path, existing.size) and path is not None:
         conn.execute(update(Pin).where(Pin.id == existing.id).values(path=path, size=size))
-    found = select_pins(conn, (Pin.run_pk == run_pk) & (Pin.digest == digest) & _same_name(name))
+    found = select_pins(
+        conn,
+        "pins.run_pk = :run_pk AND pins.digest = :digest AND "
+        + ("pins.name IS NULL" if name is None else "pins.name = :name"),
+        {"run_pk": run_pk, "digest": digest, "name": name},
+    )
     return found[0]
 
 
-def select_pins(conn: Connection, condition: ColumnElement[bool]) -> list[PinRecord]:
-    """Pins matching ``condition`` with their runs, newest pin first."""
-    rows = conn.execute(
-        select(*_COLUMNS)
-        .join(Run, Run.id == Pin.run_pk)
-        .where(condition, Pin.algorithm == ALGORITHM)
-        .order_by(Pin.pinned_at.desc(), Pin.id.desc())
+def select_pins(
+    conn: Conn, condition: str, params: dict[str, Any] | None = None
+) -> list[PinRecord]:
+    """Pins matching ``condition`` (SQL over ``pins``) with their runs, newest pin first."""
+    rows = reader_of(conn).rows(
+        f"{_SELECT} WHERE {condition} AND pins.algorithm = :algorithm {_NEWEST}",
+        {**(params or {}), "algorithm": ALGORITHM},
     )
     return [_record(row) for row in rows]
 
 
-def by_digest(conn: Connection, digest: str) -> list[PinRecord]:
-    return select_pins(conn, Pin.digest == digest)
+def by_digest(conn: Conn, digest: str) -> list[PinRecord]:
+    return select_pins(conn, "pins.digest = :digest", {"digest": digest})
 
 
-def by_name(conn: Connection, name: str) -> list[PinRecord]:
-    return select_pins(conn, Pin.name == name)
+def by_name(conn: Conn, name: str) -> list[PinRecord]:
+    return select_pins(conn, "pins.name = :name", {"name": name})
 
 
 def apply_entry(conn: Connection, entry: LogEntry) -> PinRecord:
@@ -144,6 +150,8 @@ def pin(
     size: int | None = None,
 ) -> PinRecord:
     """:meth:`expdna.store.Store.pin`: checked, logged, then one write transaction."""
+    from expdna.store.logged import write_logged
+
     body = pin_body(run_id, digest, name, path, size)
     with index.read() as conn:
         run = resolve(conn, run_id)

@@ -1,19 +1,22 @@
 """Read queries over the index: resolve a run, list runs by filters, twins.
 
+Written once as SQL text on the read layer (:mod:`expdna.store.index.read`), so the same
+statements answer on the standard library's sqlite3 and through SQLAlchemy on PostgreSQL.
 Each answer is an index lookup or range scan: a run id through its unique index, a DNA
 prefix as a range on ``ix_runs_dna``, a fact filter as ranges on the facts and fact set keys
 (path id, value, run). Nothing here reads every run.
+
+Every function takes a :class:`~expdna.store.index.read.Reader`, or a SQLAlchemy connection
+that a write path holds (it is read through the same statements).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-
-from sqlalchemy import ColumnElement, Connection, Row, Select, and_, or_, select, union_all
 
 from expdna.errors import InvalidInputError
 from expdna.manifest.display import short
@@ -24,52 +27,62 @@ from expdna.store.errors import (
     InvalidRunRefError,
     RunNotFoundError,
 )
-from expdna.store.index.models import (
-    SECTION_COLUMNS,
-    Blob,
-    Fact,
-    FactPath,
-    FactSetMember,
-    FactValue,
-    Run,
-    RunFactSet,
-)
+from expdna.store.index.chunks import chunks
+from expdna.store.index.read import Reader, Row, reader_of, when
 from expdna.store.where import match_texts, near_paths
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
+    from sqlalchemy import Connection
 
-    AnySelect = Select[Unpack[tuple[Any, ...]]]
-    AnyRow = Row[Unpack[tuple[Any, ...]]]
+    Conn = Reader | Connection
 
 MIN_PREFIX = 6
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _CANDIDATES = 10
 
-SUMMARY_COLUMNS = (
-    Run.run_id,
-    Run.dna,
-    Run.generated_at,
-    Run.recorded_at,
-    Run.commit,
-    Run.algorithm,
-    Run.gpu_model,
-    Run.driver_version,
-    Run.cuda_version,
-    Run.nccl_version,
-    Run.python_version,
-    Run.family,
-    Run.unknown,
-    Run.state,
+#: The DNA sections, in the order of their ``runs`` digest columns (``<name>_digest``).
+SECTIONS = ("code", "config", "training", "environment", "hardware", "runtime", "data")
+
+#: :class:`RunSummary` fields, each a ``runs`` column of the same name.
+SUMMARY_FIELDS = (
+    "run_id",
+    "dna",
+    "generated_at",
+    "recorded_at",
+    "commit",
+    "algorithm",
+    "gpu_model",
+    "driver_version",
+    "cuda_version",
+    "nccl_version",
+    "python_version",
+    "family",
+    "unknown",
+    "state",
 )
+_TIMES = frozenset({"generated_at", "recorded_at"})
+
+
+def column(name: str) -> str:
+    """``runs.<name>`` as SQL (``commit`` is a keyword: quoted)."""
+    return f'runs."{name}"' if name == "commit" else f"runs.{name}"
+
+
+SUMMARY_SQL = ", ".join(column(name) for name in SUMMARY_FIELDS)
+_RECORD_SQL = (
+    f"SELECT {SUMMARY_SQL}, runs.dna_version, runs.schema_version, "
+    + ", ".join(f"runs.{name}_digest" for name in SECTIONS)
+    + ", blobs.digest FROM runs JOIN blobs ON blobs.id = runs.manifest_blob_id"
+)
+NEWEST_FIRST = "ORDER BY runs.generated_at DESC, runs.run_id DESC"
 
 #: Dotted manifest paths answered from ``runs`` columns rather than from facts.
-COLUMN_PATHS: dict[str, Any] = {
-    "run_id": Run.run_id,
-    "dna.value": Run.dna,
-    "schema_version": Run.schema_version,
-    "status.state": Run.state,
-    **{f"dna.sections.{name}": column for name, column in SECTION_COLUMNS.items()},
+COLUMN_PATHS: dict[str, str] = {
+    "run_id": "run_id",
+    "dna.value": "dna",
+    "schema_version": "schema_version",
+    "status.state": "state",
+    **{f"dna.sections.{name}": f"{name}_digest" for name in SECTIONS},
 }
 
 
@@ -81,46 +94,51 @@ class Filter:
     value: str
 
 
-def _summary(row: AnyRow) -> RunSummary:
-    return RunSummary(**row._mapping)
+@dataclass(frozen=True)
+class Where:
+    """A condition on ``runs`` as SQL text and its parameters (``TRUE`` when empty)."""
+
+    sql: str = "1 = 1"
+    params: dict[str, Any] = field(default_factory=dict)
 
 
-def _record(row: AnyRow) -> RunRecord:
-    values = row._mapping
+def summary(row: Row) -> RunSummary:
+    """A :data:`SUMMARY_SQL` row as a summary."""
+    values = dict(zip(SUMMARY_FIELDS, row, strict=False))
+    for name in _TIMES:
+        values[name] = when(values[name])
+    return RunSummary(**values)
+
+
+def _record(row: Row) -> RunRecord:
+    base = len(SUMMARY_FIELDS)
+    head = summary(row[:base])
+    dna_version, schema_version = row[base], row[base + 1]
+    digests = row[base + 2 : base + 2 + len(SECTIONS)]
     return RunRecord(
-        **{column.key: values[column.key] for column in SUMMARY_COLUMNS},
-        dna_version=values["dna_version"],
-        schema_version=values["schema_version"],
-        sections={name: values[column.key] for name, column in SECTION_COLUMNS.items()},
-        manifest_digest=values["digest"],
+        **{name: getattr(head, name) for name in SUMMARY_FIELDS},
+        dna_version=int(dna_version),
+        schema_version=str(schema_version),
+        sections=dict(zip(SECTIONS, digests, strict=True)),
+        manifest_digest=str(row[-1]),
     )
 
 
-def _record_select() -> AnySelect:
-    return select(
-        *SUMMARY_COLUMNS,
-        Run.dna_version,
-        Run.schema_version,
-        *SECTION_COLUMNS.values(),
-        Blob.digest,
-    ).join(Blob, Blob.id == Run.manifest_blob_id)
-
-
-def _newest_first(stmt: AnySelect) -> AnySelect:
-    return stmt.order_by(Run.generated_at.desc(), Run.run_id.desc())
-
-
-def get_run(conn: Connection, run_id: str) -> RunRecord | None:
-    row = conn.execute(_record_select().where(Run.run_id == run_id)).first()
+def get_run(conn: Conn, run_id: str) -> RunRecord | None:
+    row = reader_of(conn).first(f"{_RECORD_SQL} WHERE runs.run_id = :run_id", {"run_id": run_id})
     return None if row is None else _record(row)
 
 
-def _prefix_range(prefix: str) -> ColumnElement[bool]:
+def _prefix_range(prefix: str) -> Where:
     """``dna`` starts with ``prefix``, as a range the DNA index can scan (any collation)."""
     after = int(prefix, 16) + 1
     if after >= 16 ** len(prefix):
-        return Run.dna >= prefix
-    return and_(Run.dna >= prefix, Run.dna < format(after, f"0{len(prefix)}x"))
+        return Where("runs.dna >= :prefix_low", {"prefix_low": prefix})
+    high = format(after, f"0{len(prefix)}x")
+    return Where(
+        "runs.dna >= :prefix_low AND runs.dna < :prefix_high",
+        {"prefix_low": prefix, "prefix_high": high},
+    )
 
 
 def check_prefix(prefix: str) -> str:
@@ -134,19 +152,13 @@ def check_prefix(prefix: str) -> str:
     return prefix.lower()
 
 
-def resolve_dna(conn: Connection, prefix: str) -> str:
+def resolve_dna(conn: Conn, prefix: str) -> str:
     """The one DNA starting with ``prefix``; ambiguous (exit 2) or not found (exit 1)."""
     prefix = check_prefix(prefix)
-    rows = (
-        conn.execute(
-            select(Run.dna)
-            .where(_prefix_range(prefix))
-            .distinct()
-            .order_by(Run.dna)
-            .limit(_CANDIDATES + 1)
-        )
-        .scalars()
-        .all()
+    where = _prefix_range(prefix)
+    rows = reader_of(conn).column(
+        f"SELECT DISTINCT runs.dna FROM runs WHERE {where.sql} ORDER BY runs.dna LIMIT :n",
+        {**where.params, "n": _CANDIDATES + 1},
     )
     if not rows:
         raise RunNotFoundError(f"no recorded run has a DNA starting with {prefix}")
@@ -158,11 +170,12 @@ def resolve_dna(conn: Connection, prefix: str) -> str:
     return str(rows[0])
 
 
-def resolve(conn: Connection, ref: str) -> RunRecord:
+def resolve(conn: Conn, ref: str) -> RunRecord:
     """A run by id, or the newest run of the DNA a prefix names."""
+    reader = reader_of(conn)
     looks_like_run = RUN_ID.fullmatch(ref) is not None
     if looks_like_run:
-        found = get_run(conn, ref)
+        found = get_run(reader, ref)
         if found is not None:
             return found
     if _HEX.fullmatch(ref) is not None:
@@ -170,8 +183,10 @@ def resolve(conn: Connection, ref: str) -> RunRecord:
             raise InvalidRunRefError(
                 f"no run {ref!r}, and a DNA prefix needs at least {MIN_PREFIX} hex characters"
             )
-        dna = resolve_dna(conn, ref)
-        row = conn.execute(_newest_first(_record_select().where(Run.dna == dna)).limit(1)).first()
+        dna = resolve_dna(reader, ref)
+        row = reader.first(
+            f"{_RECORD_SQL} WHERE runs.dna = :dna {NEWEST_FIRST} LIMIT 1", {"dna": dna}
+        )
         assert row is not None
         return _record(row)
     if not looks_like_run:
@@ -179,69 +194,97 @@ def resolve(conn: Connection, ref: str) -> RunRecord:
     raise RunNotFoundError(f"no recorded run {ref!r}")
 
 
-def run_pk(conn: Connection, run_id: str) -> int:
+def run_pk(conn: Conn, run_id: str) -> int:
     """The index key of a run by its exact id (exit 2 when malformed, 1 when unknown)."""
     if RUN_ID.fullmatch(run_id) is None:
         raise InvalidRunRefError(f"not a run id: {run_id!r}")
-    found = conn.execute(select(Run.id).where(Run.run_id == run_id)).scalar()
+    found = reader_of(conn).scalar("SELECT id FROM runs WHERE run_id = :run_id", {"run_id": run_id})
     if found is None:
         raise RunNotFoundError(f"no recorded run {run_id!r}")
     return int(found)
 
 
-def path_ids(conn: Connection, paths: Sequence[str]) -> list[int]:
-    return list(conn.execute(select(FactPath.id).where(FactPath.path.in_(paths))).scalars())
+def manifest_digests(conn: Conn, run_ids: Iterable[str]) -> dict[str, str]:
+    """run id -> manifest digest, for the given run ids that are recorded."""
+    reader = reader_of(conn)
+    found: dict[str, str] = {}
+    for part in chunks(sorted(set(run_ids))):
+        rows = reader.rows(
+            "SELECT runs.run_id, blobs.digest FROM runs "
+            "JOIN blobs ON blobs.id = runs.manifest_blob_id WHERE runs.run_id IN :part",
+            {"part": part},
+        )
+        found.update({str(run_id): str(digest) for run_id, digest in rows})
+    return found
 
 
-def filtered(
-    conn: Connection,
-    stmt: AnySelect,
+def path_ids(conn: Conn, paths: Sequence[str]) -> list[int]:
+    found = reader_of(conn).column(
+        "SELECT id FROM fact_paths WHERE path IN :paths", {"paths": list(paths)}
+    )
+    return [int(path_id) for path_id in found]
+
+
+def _holders(n: int) -> str:
+    """Runs holding a value of filter ``n``: their own facts, or through a fact set
+    (expdna.store.record.factsets)."""
+    values = f"SELECT id FROM fact_values WHERE path_id IN :f{n}_paths AND value IN :f{n}_values"
+    return (
+        f"runs.id IN (SELECT run_pk FROM facts WHERE value_id IN ({values}) "
+        "UNION ALL SELECT run_pk FROM run_fact_sets WHERE set_id IN "
+        f"(SELECT set_id FROM fact_set_members WHERE value_id IN ({values})))"
+    )
+
+
+def conditions(
+    conn: Conn,
     *,
     dna: str | None = None,
     dna_prefix: str | None = None,
     filters: Sequence[Filter] = (),
     since: datetime | None = None,
     family: str | None = None,
-) -> AnySelect | None:
-    """``stmt`` (a select from ``runs``) limited to runs matching every condition; None
-    when a filter names a path no run has (nothing can match)."""
+) -> Where | None:
+    """Runs matching every condition, as a condition on ``runs``; None when a filter names
+    a path no run has (nothing can match)."""
+    parts: list[str] = []
+    params: dict[str, Any] = {}
     if dna is not None:
-        stmt = stmt.where(Run.dna == dna)
+        parts.append("runs.dna = :dna")
+        params["dna"] = dna
     if family is not None:
-        stmt = stmt.where(Run.family == family)
+        parts.append("runs.family = :family")
+        params["family"] = family
     if dna_prefix is not None:
-        stmt = stmt.where(_prefix_range(check_prefix(dna_prefix)))
+        prefix = _prefix_range(check_prefix(dna_prefix))
+        parts.append(prefix.sql)
+        params.update(prefix.params)
     if since is not None:
-        stmt = stmt.where(Run.generated_at >= since)
-    for condition in filters:
+        parts.append("runs.generated_at >= :since")
+        params["since"] = since
+    for n, condition in enumerate(filters):
         columns = [COLUMN_PATHS[p] for p in condition.paths if p in COLUMN_PATHS]
         fact_paths = [p for p in condition.paths if p not in COLUMN_PATHS]
         ids = path_ids(conn, fact_paths) if fact_paths else []
         if not columns and not ids:
             return None
         texts = match_texts(condition.value)
-        alternatives: list[ColumnElement[bool]] = [c.in_(texts) for c in columns]
+        alternatives = [f"{column(name)} IN :f{n}_texts" for name in columns]
+        if columns:
+            params[f"f{n}_texts"] = texts
         if ids:
             # The record pipeline's value form, loaded only by a query that filters on facts.
             from expdna.store.record.flatten import query_value
 
-            value_ids = select(FactValue.id).where(
-                FactValue.path_id.in_(ids),
-                FactValue.value.in_(sorted({query_value(t) for t in texts})),
-            )
-            # A run holds a fact itself or through a fact set (expdna.store.record.factsets).
-            sets = select(FactSetMember.set_id).where(FactSetMember.value_id.in_(value_ids))
-            holders = union_all(
-                select(Fact.run_pk).where(Fact.value_id.in_(value_ids)),
-                select(RunFactSet.run_pk).where(RunFactSet.set_id.in_(sets)),
-            )
-            alternatives.append(Run.id.in_(holders))
-        stmt = stmt.where(or_(*alternatives))
-    return stmt
+            params[f"f{n}_paths"] = ids
+            params[f"f{n}_values"] = sorted({query_value(t) for t in texts})
+            alternatives.append(_holders(n))
+        parts.append("(" + " OR ".join(alternatives) + ")")
+    return Where(" AND ".join(parts), params) if parts else Where()
 
 
 def select_runs(
-    conn: Connection,
+    conn: Conn,
     *,
     dna: str | None = None,
     dna_prefix: str | None = None,
@@ -251,35 +294,36 @@ def select_runs(
     family: str | None = None,
 ) -> list[RunSummary]:
     """Runs matching every condition, newest first."""
-    stmt = filtered(
-        conn,
-        select(*SUMMARY_COLUMNS),
-        dna=dna,
-        dna_prefix=dna_prefix,
-        filters=filters,
-        since=since,
-        family=family,
+    reader = reader_of(conn)
+    where = conditions(
+        reader, dna=dna, dna_prefix=dna_prefix, filters=filters, since=since, family=family
     )
-    if stmt is None:
+    if where is None:
         return []
-    stmt = _newest_first(stmt)
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    return [_summary(row) for row in conn.execute(stmt)]
+    return [
+        summary(row)
+        for row in reader.rows(*_limited(f"SELECT {SUMMARY_SQL} FROM runs", where, limit))
+    ]
+
+
+def _limited(head: str, where: Where, limit: int | None) -> tuple[str, dict[str, Any]]:
+    sql = f"{head} WHERE {where.sql} {NEWEST_FIRST}"
+    if limit is None:
+        return sql, where.params
+    return f"{sql} LIMIT :limit", {**where.params, "limit": limit}
 
 
 def select_ids(
-    conn: Connection, *, filters: Sequence[Filter] = (), limit: int | None = None
+    conn: Conn, *, filters: Sequence[Filter] = (), limit: int | None = None
 ) -> list[tuple[str, str]]:
     """(run id, DNA) of the runs matching every filter, newest first: no summaries to build,
     for answers of thousands of runs."""
-    stmt = filtered(conn, select(Run.run_id, Run.dna), filters=filters)
-    if stmt is None:
+    reader = reader_of(conn)
+    where = conditions(reader, filters=filters)
+    if where is None:
         return []
-    stmt = _newest_first(stmt)
-    if limit is not None:
-        stmt = stmt.limit(limit)
-    return [(str(run_id), str(dna)) for run_id, dna in conn.execute(stmt)]
+    rows = reader.rows(*_limited("SELECT runs.run_id, runs.dna FROM runs", where, limit))
+    return [(str(run_id), str(dna)) for run_id, dna in rows]
 
 
 #: ``expdna find`` options -> the manifest paths each one matches (any of them).
@@ -297,14 +341,15 @@ def named_filter(name: str, value: str) -> Filter:
     return Filter(NAMED_FILTERS[name], value)
 
 
-def unknown_paths(conn: Connection, filters: Sequence[Filter]) -> dict[str, list[str]]:
+def unknown_paths(conn: Conn, filters: Sequence[Filter]) -> dict[str, list[str]]:
     """Each filter path that no recorded run has -> the nearest paths that some run has."""
-    asked = {p for f in filters for p in f.paths if p not in COLUMN_PATHS}
-    found = set(conn.execute(select(FactPath.path).where(FactPath.path.in_(asked))).scalars())
-    missing = sorted(asked - found)
+    reader = reader_of(conn)
+    asked = sorted({p for f in filters for p in f.paths if p not in COLUMN_PATHS})
+    found = set(reader.column("SELECT path FROM fact_paths WHERE path IN :asked", {"asked": asked}))
+    missing = sorted(set(asked) - found)
     if not missing:
         return {}
-    known = [*COLUMN_PATHS, *conn.execute(select(FactPath.path)).scalars()]
+    known = [*COLUMN_PATHS, *reader.column("SELECT path FROM fact_paths")]
     return {path: near_paths(path, known) for path in missing}
 
 
@@ -318,3 +363,13 @@ def parse_where(text: str) -> Filter:
             "e.g. hardware.gpus.vbios_version=96.00.89.00.01"
         )
     return Filter((path,), value)
+
+
+def __getattr__(name: str) -> Any:
+    # The SQLAlchemy forms of these queries, for the web view and explain, which build
+    # their own selects: loaded on use, so a query never imports SQLAlchemy.
+    if name in ("filtered", "SUMMARY_COLUMNS"):
+        from expdna.store.index import selects
+
+        return getattr(selects, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,6 @@ import json
 import logging
 import multiprocessing
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -45,6 +44,7 @@ from expdna.store.config import StoreConfig
 from expdna.store.entities import ReindexReport
 from expdna.store.errors import (
     IndexRevisionError,
+    IndexUnavailableError,
     MissingObjectError,
     StoreError,
     StoreIdentityError,
@@ -56,7 +56,8 @@ from expdna.store.index.engine import Index, open_index, shown
 from expdna.store.index.intern import InternCache
 from expdna.store.index.migrate import HEAD, current_revision, known, upgrade
 from expdna.store.index.models import Base
-from expdna.store.index.readonly import read_only_uri
+from expdna.store.index.read import SqliteFile
+from expdna.store.index.schema import stored_revision
 from expdna.store.logged import appliers
 from expdna.store.maintenance import irregular_objects
 from expdna.store.objects.directory import ObjectDir
@@ -370,15 +371,13 @@ def _sqlite_revision(database: Path) -> str | None:
     be read (a lost or corrupt index is what reindex is for)."""
     if not database.is_file():
         return None
+    reads = SqliteFile(database)
     try:
-        conn = sqlite3.connect(read_only_uri(database), uri=True, timeout=2.0)
-        try:
-            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
+        return stored_revision(reads)
+    except IndexUnavailableError:
         return None
-    return None if row is None else str(row[0])
+    finally:
+        reads.close()
 
 
 def newer_revision(config: StoreConfig, index: Index | None = None) -> str | None:

@@ -35,13 +35,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
-from expdna.manifest.dna import compute_dna
-from expdna.manifest.family import family_of, with_derived_seed_ignores
-from expdna.manifest.model import DNA_SECTIONS
+from expdna.store.index.chunks import chunks
+from expdna.store.index.read import Reader, when
+from expdna.store.queries import SECTIONS as DNA_SECTIONS
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
-
     from expdna.store.facade import Store
 
 log = logging.getLogger(__name__)
@@ -147,6 +145,9 @@ def check_ignore(patterns: Iterable[str]) -> list[str]:
 def recomputed_dna(doc: dict[str, Any], patterns: Sequence[str]) -> str:
     """The DNA of the manifest document ``doc`` with ``patterns`` added to its dna_ignore."""
     config = dict(doc.get("config") or {})
+    from expdna.manifest.dna import compute_dna
+    from expdna.manifest.family import with_derived_seed_ignores
+
     added = with_derived_seed_ignores(patterns)
     config["dna_ignore"] = [*(config.get("dna_ignore") or []), *added]
     return compute_dna({**doc, "config": config}).value
@@ -192,29 +193,27 @@ class Stability:
 
 
 def _widened(
-    conn: Connection,
+    conn: Reader,
     read: Callable[[str], bytes],
     dna: str,
     sections: dict[str, str],
     patterns: Sequence[str],
 ) -> tuple[list[str], list[str]]:
     """The DNAs pooled with ``dna`` under ``patterns``, and the patterns that matched nothing."""
-    from sqlalchemy import func, select
-
-    from expdna.store.index.models import SECTION_COLUMNS, Blob, Run
+    from expdna.manifest.family import with_derived_seed_ignores
 
     # A seed argument's pattern also removes the training field derived from it.
     expanded = with_derived_seed_ignores(patterns)
     touched = frozenset().union(*(touched_sections(p) for p in expanded))
-    same = [SECTION_COLUMNS[s] == sections[s] for s in DNA_SECTIONS if s not in touched]
+    kept = [s for s in DNA_SECTIONS if s not in touched]
+    same = "".join(f" AND runs.{s}_digest = :{s}" for s in kept)
     # One stored manifest per distinct DNA (see the module doc: it stands for them all).
     candidates: dict[str, str] = {
         candidate: digest
-        for candidate, digest in conn.execute(
-            select(Run.dna, func.min(Blob.digest))
-            .join(Blob, Blob.id == Run.manifest_blob_id)
-            .where(*same)
-            .group_by(Run.dna)
+        for candidate, digest in conn.rows(
+            "SELECT runs.dna, min(blobs.digest) FROM runs "
+            f"JOIN blobs ON blobs.id = runs.manifest_blob_id WHERE 1 = 1{same} GROUP BY runs.dna",
+            {s: sections[s] for s in kept},
         )
     }
     log.debug("stability: %d candidate DNAs outside %s", len(candidates), sorted(touched))
@@ -239,60 +238,48 @@ def _pooled(state: str | None, include_failed: bool) -> bool:
 
 
 def _runs(
-    conn: Connection, dnas: Sequence[str], include_failed: bool
+    conn: Reader, dnas: Sequence[str], include_failed: bool
 ) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
     """Run ids of ``dnas``, oldest first, the unknown sections of incomplete ones, and the
     runs left out for their state."""
-    from sqlalchemy import select
-
-    from expdna.store.index.bulk import chunks
-    from expdna.store.index.models import Run
-
     found: list[tuple[datetime, str]] = []
     incomplete: dict[str, list[str]] = {}
     left_out: dict[str, str] = {}
     for chunk in chunks(dnas):
-        for moment, run_id, unknown, state in conn.execute(
-            select(Run.generated_at, Run.run_id, Run.unknown, Run.state).where(Run.dna.in_(chunk))
+        for moment, run_id, unknown, state in conn.rows(
+            "SELECT generated_at, run_id, unknown, state FROM runs WHERE dna IN :dnas",
+            {"dnas": chunk},
         ):
             if not _pooled(state, include_failed):
                 left_out[run_id] = state or "unknown"
                 continue
-            found.append((moment, run_id))
+            found.append((when(moment), run_id))
             if unknown:
                 incomplete[run_id] = unknown.split(",")
     return [run_id for _, run_id in sorted(found)], incomplete, left_out
 
 
-def _family_dnas(conn: Connection, family: str) -> list[str]:
+def _family_dnas(conn: Reader, family: str) -> list[str]:
     """The distinct DNAs of the runs of one family."""
-    from sqlalchemy import select
-
-    from expdna.store.index.models import Run
-
-    return sorted({dna for (dna,) in conn.execute(select(Run.dna).where(Run.family == family))})
+    found = conn.column("SELECT dna FROM runs WHERE family = :family", {"family": family})
+    return sorted({str(dna) for dna in found})
 
 
 def _metric_rows(
-    conn: Connection, dnas: Sequence[str], names: Sequence[str], include_failed: bool
+    conn: Reader, dnas: Sequence[str], names: Sequence[str], include_failed: bool
 ) -> list[tuple[str, str, float]]:
-    from sqlalchemy import or_, select
-
-    from expdna.store.index.bulk import chunks
-    from expdna.store.index.models import Metric, Run
-
+    sql = (
+        "SELECT runs.run_id, metrics.name, metrics.value FROM metrics "
+        "JOIN runs ON runs.id = metrics.run_pk WHERE runs.dna IN :dnas"
+    )
+    if names:
+        sql += " AND metrics.name IN :names"
+    if not include_failed:
+        sql += " AND (runs.state IS NULL OR runs.state = 'completed')"
     rows: list[tuple[str, str, float]] = []
     for chunk in chunks(dnas):
-        stmt = (
-            select(Run.run_id, Metric.name, Metric.value)
-            .join(Run, Run.id == Metric.run_pk)
-            .where(Run.dna.in_(chunk))
-        )
-        if names:
-            stmt = stmt.where(Metric.name.in_(names))
-        if not include_failed:
-            stmt = stmt.where(or_(Run.state.is_(None), Run.state == "completed"))
-        rows += [(run_id, name, value) for run_id, name, value in conn.execute(stmt)]
+        found = conn.rows(sql, {"dnas": chunk, "names": list(names)})
+        rows += [(str(run_id), str(name), float(value)) for run_id, name, value in found]
     return rows
 
 
@@ -318,10 +305,15 @@ def stability(
     patterns = check_ignore(ignore)
     names = list(dict.fromkeys(metrics))
     target = store.get(ref)
-    family = None
+    family: str | None = None
     if across_seeds:
-        family = target.family or family_of(store.show(target.run_id))
-    with store.index.read() as conn:
+        if target.family is None:  # recorded before family digests: from its manifest
+            from expdna.manifest.family import family_of
+
+            family = family_of(store.show(target.run_id))
+        else:
+            family = target.family
+    with store.reads.read() as conn:
         unmatched: list[str] = []
         dnas = [target.dna]
         if patterns:

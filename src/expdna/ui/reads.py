@@ -27,11 +27,11 @@ from expdna.store.index.models import (
     FactSetMember,
     FactValue,
     Metric,
-    Pin,
     Run,
     RunFactSet,
 )
-from expdna.store.queries import SUMMARY_COLUMNS, Filter, filtered, run_pk
+from expdna.store.index.selects import SUMMARY_COLUMNS, filtered
+from expdna.store.queries import Filter, run_pk
 
 #: Most runs one page (or one API call) lists.
 MAX_PAGE = 500
@@ -164,7 +164,7 @@ def fleet(conn: Connection) -> dict[str, list[tuple[str, int]]]:
 
 def run_pins(conn: Connection, run_id: str) -> list[PinRecord]:
     """The checkpoints pinned to one run, newest first."""
-    return pins_mod.select_pins(conn, Pin.run_pk == run_pk(conn, run_id))
+    return pins_mod.select_pins(conn, "pins.run_pk = :run_pk", {"run_pk": run_pk(conn, run_id)})
 
 
 def checkpoint(conn: Connection, target: str) -> list[PinRecord]:

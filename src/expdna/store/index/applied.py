@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from expdna.store.index.bulk import insert_ignore
 from expdna.store.index.models import StoreLogEntry
+from expdna.store.index.read import EngineReader
+from expdna.store.index.schema import applied_in
 
 
 def log_applied(conn: Connection, name: str, kind: str) -> None:
@@ -14,4 +16,4 @@ def log_applied(conn: Connection, name: str, kind: str) -> None:
 
 
 def applied_names(conn: Connection) -> set[str]:
-    return {str(name) for name in conn.execute(select(StoreLogEntry.name)).scalars()}
+    return applied_in(EngineReader(conn))

@@ -12,33 +12,22 @@ than the arrays. SQLite (the other dialect expdna opens): the driver's executema
 from __future__ import annotations
 
 import functools
-import itertools
 import operator
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from sqlalchemy import Connection, Dialect, Table
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import Insert
 
+from expdna.store.index.chunks import CHUNK as CHUNK
+from expdna.store.index.chunks import chunks as chunks
 from expdna.store.index.models import Base
-
-T = TypeVar("T")
-#: Parameters per IN list: under SQLite's limit, small enough for PostgreSQL plans.
-CHUNK = 500
 
 _INSERTS: dict[str, Callable[[Table], Any]] = {
     "sqlite": sqlite.insert,
     "postgresql": postgresql.insert,
 }
-
-
-def chunks(items: Iterable[T], size: int = CHUNK) -> Iterator[list[T]]:
-    """``items`` in lists of at most ``size`` (at least one item each), read as they are
-    needed: a generator of manifests is never held whole."""
-    iterator = iter(items)
-    while chunk := list(itertools.islice(iterator, max(size, 1))):
-        yield chunk
 
 
 def table_of(entity: type[Base]) -> Table:

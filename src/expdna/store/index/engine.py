@@ -27,14 +27,14 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 from expdna.errors import InvalidInputError
-from expdna.filesystems import DEFAULT_MOUNTS, network_fstype
+from expdna.filesystems import DEFAULT_MOUNTS
 from expdna.store import SQLITE_NAME
-from expdna.store.errors import IndexUnavailableError, NetworkFilesystemError
+from expdna.store.errors import IndexUnavailableError
+from expdna.store.index.read import BUSY_TIMEOUT_S, local_sqlite
 from expdna.store.index.readonly import read_only_uri
 
 log = logging.getLogger(__name__)
 
-BUSY_TIMEOUT_S = 60.0
 _WRITER = "expdna_writer"
 _RETRIES = 5
 T = TypeVar("T")
@@ -195,14 +195,7 @@ def open_index(
     resolved = index_url(store_dir, url)
     if resolved.drivername == "sqlite":
         database = Path(str(resolved.database))
-        fstype = network_fstype(database.parent, mounts_file)
-        if fstype is not None:
-            raise NetworkFilesystemError(
-                f"{database.parent} is on a network filesystem ({fstype}), where SQLite's "
-                "WAL index cannot work: keep the store there but put the index in "
-                "PostgreSQL with --index-url postgresql+psycopg://USER@HOST/DB "
-                "(or EXPDNA_INDEX_URL)"
-            )
+        local_sqlite(database, mounts_file)
         if read_only:
             uri = read_only_uri(database)
             engine = create_engine(

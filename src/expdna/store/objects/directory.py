@@ -9,13 +9,11 @@ into place, so a reader sees the whole object or none; once present it is never 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import logging
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +66,8 @@ def _syncfs(directory: Path) -> bool:
     """
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # loaded by writers only: a read never syncs
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         syncfs = libc.syncfs
@@ -152,6 +152,8 @@ class ObjectDir:
             os.makedirs(directory, exist_ok=True)
             fd = os.open(name, _CREATE, READ_ONLY)
         except FileExistsError:
+            import tempfile
+
             fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
         try:
             os.fchmod(fd, READ_ONLY)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import uuid
 from pathlib import Path
 
 from expdna.store.objects.directory import READ_ONLY, fsync_path
@@ -18,6 +17,8 @@ ID_FILE = "store-id"
 
 
 def new_id() -> str:
+    import uuid  # only a new store makes an id
+
     return uuid.uuid4().hex
 
 
@@ -35,7 +36,7 @@ def create_directory_id(objects_root: Path) -> str:
     if found is not None:
         return found
     objects_root.mkdir(parents=True, exist_ok=True)
-    temp = objects_root / f".tmp-store-id-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    temp = objects_root / f".tmp-store-id-{os.getpid()}-{new_id()[:8]}"
     temp.write_text(new_id() + "\n", encoding="utf-8")
     os.chmod(temp, READ_ONLY)
     try:
