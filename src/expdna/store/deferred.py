@@ -12,6 +12,12 @@ Only a store that exists is written this way: one whose object directory has its
 (it was opened through the index once, which bound the two) and, for the embedded index,
 whose ``index.sqlite`` is there. A new store is created through :class:`Store` once, as
 before.
+
+A store in a bucket is written the same way without waiting for the network
+(:class:`SpoolWriter`): into this machine's spool for it, which a daemon thread uploads
+(:mod:`expdna.store.uploader`). It is written so whenever an index can take the entries: a
+shared one (``--index-url``), or the local one beside the spool; the bucket's store id is
+the thread's to check.
 """
 
 from __future__ import annotations
@@ -36,11 +42,16 @@ log = logging.getLogger(__name__)
 ID_FILE = "store-id"
 
 
+def writer(config: StoreConfig) -> LogWriter:
+    """The training process's writer for a :func:`usable` store."""
+    return SpoolWriter(config) if config.remote is not None else LogWriter(config)
+
+
 def usable(config: StoreConfig) -> bool:
     """Whether ``config`` names an existing store this writer may write to."""
     root = config.root
-    if config.remote is not None:  # a bucket: written through the index, as it is made
-        return False
+    if config.remote is not None:  # a bucket: no network here (SpoolWriter)
+        return config.index_url is not None or (root / SQLITE_NAME).is_file()
     if not (root / "objects" / ID_FILE).is_file():
         return False
     return config.index_url is not None or (root / SQLITE_NAME).is_file()
@@ -53,6 +64,7 @@ class LogWriter:
         self.root = config.root
         self.objects = ObjectDir(self.root / "objects")
         self.log = StoreLog(self.objects.root)
+        self.written: list[str] = []  # entry names, in order
 
     def record(self, manifest: Manifest) -> str:
         """Write the run's blobs, then its ``record`` entry; returns the entry's name."""
@@ -69,9 +81,15 @@ class LogWriter:
 
     def _append(self, kind: str, body: dict[str, Any]) -> str:
         try:
-            return self.log.append(kind, body, pending=True).name
+            name = self.log.append(kind, body, pending=True).name
         except OSError as exc:
             raise unwritable(self.root, exc) from None
+        self.written.append(name)
+        self.committed()
+        return name
+
+    def committed(self) -> None:
+        """An entry is durable: nothing more to do for a store directory."""
 
     def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str:
         return self._append("metrics", {"run_id": run_id, "metrics": plain_metrics(metrics)})
@@ -98,3 +116,35 @@ class LogWriter:
 
     def close(self) -> None:
         """Nothing held open: every entry is durable when its call returns."""
+
+
+class SpoolWriter(LogWriter):
+    """:class:`LogWriter` into this machine's spool for a store in a bucket; a daemon
+    thread uploads each entry as it is committed, and :meth:`close` waits for it (at most
+    :data:`expdna.store.uploader.WAIT_S`)."""
+
+    def __init__(self, config: StoreConfig) -> None:
+        from expdna.store.objects.spool import SPOOL, Spool
+        from expdna.store.uploader import Uploader
+
+        spool = Spool(config.root / SPOOL)
+        self.root = spool.root
+        self.objects = spool.objects
+        self.log = spool.log
+        self.written = []
+        self.uploader = Uploader(config, spool)
+
+    def committed(self) -> None:
+        self.uploader.wake()
+
+    def close(self) -> None:
+        from expdna.store.uploader import WAIT_S
+
+        if not self.uploader.wait(WAIT_S):
+            log.warning(
+                "expdna: still uploading to %s after %g s; the rest stays in %s and goes up "
+                "with the next process that opens the store here",
+                self.uploader.config.shown,
+                WAIT_S,
+                self.root,
+            )

@@ -1,5 +1,6 @@
 """The object store a :class:`~expdna.store.config.StoreConfig` names: a directory, or a
-bucket on S3-compatible storage (whose client is imported only then)."""
+bucket on S3-compatible storage (whose client is imported only then) with this machine's
+spool of uploads still to make (expdna.store.objects.spool)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ def open_objects(config: StoreConfig) -> ObjectStore:
     """``<store>/objects``, or the bucket and prefix of ``s3://BUCKET/PREFIX``."""
     if config.remote is not None:
         from expdna.store.objects.s3 import S3Objects
+        from expdna.store.objects.spool import SPOOL, Spool
 
-        return S3Objects(config.remote)
+        return S3Objects(config.remote, spool=Spool(config.root / SPOOL))
     return ObjectDir(config.root / OBJECTS)
