@@ -18,6 +18,7 @@ from expdna.digest import hex_of
 from expdna.store import Store
 from expdna.store.config import StoreConfig
 from expdna.store.errors import CorruptObjectError, StoreError
+from expdna.store.objects.readcache import BLOBS, ReadCache
 from expdna.store.objects.s3 import CONDITIONAL_ENV, S3Objects
 from expdna.store.objects.spool import SPOOL, Spool
 from tests.factories import synthetic
@@ -135,3 +136,26 @@ def test_the_server_is_asked_once_whether_it_honours_if_none_match(
     assert objects.conditional is True  # SeaweedFS refused the id's second create
     with pytest.raises(StoreError, match=CONDITIONAL_ENV):
         _objects(s3_env, s3_url, "sometimes")
+
+
+def test_objects_read_once_are_read_from_a_verified_local_copy(
+    s3_server: SeaweedServer, s3_url: str
+) -> None:
+    manifest = synthetic(6)
+    with Store.open(s3_url) as store:
+        store.record(manifest)
+        digest = store.get(manifest.run_id).manifest_digest
+        shown = store.show(manifest.run_id)
+    cache = ReadCache(StoreConfig.resolve(s3_url).root / BLOBS)
+    copy = cache.root / digest[:2] / digest[2:]
+    assert hex_of(copy.read_bytes()) == digest
+    copy.write_bytes(b"{}")  # a damaged copy is never served: read again from the bucket
+    with Store.open(s3_url) as store:
+        assert store.show(manifest.run_id) == shown
+    assert hex_of(copy.read_bytes()) == digest
+    bucket = _bucket(s3_server, s3_url)
+    obstore.put(bucket, f"objects/{digest[:2]}/{digest[2:]}", b"{}")  # the bucket's changed
+    with Store.open(s3_url) as store:
+        assert store.show(manifest.run_id) == shown  # the copy is still those bytes
+        report = store.fsck()  # but fsck asks the bucket itself
+    assert not report.ok and digest in str(report.problems)

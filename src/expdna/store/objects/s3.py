@@ -61,6 +61,7 @@ from expdna.store.objects.log import LOG_DIR, is_entry_name
 if TYPE_CHECKING:
     from obstore.store import S3Store
 
+    from expdna.store.objects.readcache import ReadCache
     from expdna.store.objects.s3log import S3Log
     from expdna.store.objects.spool import Spool
 
@@ -108,17 +109,31 @@ def _digest_of(key: str) -> str | None:
     return digest if _HEX.issuperset(digest) else None
 
 
+def _checked(expected: str, data: bytes) -> bytes:
+    actual = hex_of(data)
+    if actual != expected:
+        raise CorruptObjectError(expected, actual, None)
+    return data
+
+
 class S3Objects:
     """A store's objects, id, log and trash in ``s3://BUCKET/PREFIX``."""
 
     def __init__(
-        self, url: str, *, environ: Mapping[str, str] = os.environ, spool: Spool | None = None
+        self,
+        url: str,
+        *,
+        environ: Mapping[str, str] = os.environ,
+        spool: Spool | None = None,
+        cache: ReadCache | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.bucket, self.prefix = parse_url(self.url)
         self.settings: AwsSettings = resolve(environ)
         #: this machine's uploads not made yet (expdna.store.objects.spool), if any
         self.spool = spool
+        #: verified copies of objects read before (expdna.store.objects.readcache), if any
+        self.cache = cache
         self._store: S3Store | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -205,9 +220,11 @@ class S3Objects:
     def _parallel(self, work: Callable[[T], Any], items: Sequence[T]) -> list[Any]:
         if len(items) <= 1:
             return [work(item) for item in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="expdna-s3")
-        return list(self._pool.map(work, items))
+        with self._lock:  # the recorder's upload thread and its own thread share the pool
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="expdna-s3")
+            pool = self._pool
+        return list(pool.map(work, items))
 
     def _get(self, key: str) -> bytes:
         import obstore
@@ -386,15 +403,21 @@ class S3Objects:
         return data
 
     def read_verified(self, digest: str, *, max_bytes: int | None = None) -> bytes:
-        data = self.read(digest, max_bytes=max_bytes)
+        """The object's bytes, checked against its name: from this machine's read cache
+        when a copy there still hashes to it, else from the bucket (then cached)."""
         expected = parse_digest(digest)
-        actual = hex_of(data)
-        if actual != expected:
-            raise CorruptObjectError(expected, actual, None)
+        if self.cache is not None:
+            cached = self.cache.get(expected, max_bytes)
+            if cached is not None:
+                return cached
+        data = _checked(expected, self.read(digest, max_bytes=max_bytes))
+        if self.cache is not None:
+            self.cache.put(expected, data)
         return data
 
     def verify(self, digest: str) -> None:
-        self.read_verified(digest)
+        """Re-hash the bucket's bytes (never a cached copy: fsck asks the bucket)."""
+        _checked(parse_digest(digest), self.read(digest))
 
     def holds(self, digest: str, data: bytes) -> bool:
         try:
