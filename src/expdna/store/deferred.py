@@ -73,11 +73,22 @@ class LogWriter:
         prepared = prepare(manifest)
         extra = [[b.digest, b.kind, len(b.data)] for b in prepared.blobs[1:]]
         runs = [[prepared.run_id, prepared.manifest_digest, extra]]
+        blobs = {blob.digest: blob.data for blob in prepared.blobs}
         try:  # blobs first: the entry is what makes them a run
-            self.objects.put_many([blob.data for blob in prepared.blobs])
+            self.objects.put_many(list(blobs.values()))
         except OSError as exc:
             raise unwritable(self.root, exc) from None
-        return self._append("record", {"runs": runs})
+        name = self._append("record", {"runs": runs})
+        # Marked pending, the entry keeps its objects from gc; one that was present already
+        # may have gone just before: write it again (expdna.store.maintenance._settle).
+        there = self.objects.present_many({d: len(data) for d, data in blobs.items()})
+        missing = [data for d, data in blobs.items() if d not in there]
+        if missing:
+            try:
+                self.objects.rewrite(missing)
+            except OSError as exc:
+                raise unwritable(self.root, exc) from None
+        return name
 
     def _append(self, kind: str, body: dict[str, Any]) -> str:
         try:

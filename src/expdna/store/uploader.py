@@ -69,12 +69,11 @@ class Uploader:
                 self._drain()
                 self.failure = None
             except Exception as exc:  # the training goes on; the spool keeps the run
-                self.failure = f"{type(exc).__name__}: {exc}"
-                log.warning(
-                    "expdna: uploading to %s failed (%s); kept in %s for the next process",
-                    self.config.shown,
-                    self.failure,
+                said, self.failure = self.failure, str(exc)
+                (log.debug if said == self.failure else log.warning)(
+                    "expdna: not uploaded yet, kept in %s for the next process here: %s",
                     self.spool.root,
+                    self.failure,
                 )
             with self._changed:
                 self._done = target
