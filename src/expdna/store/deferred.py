@@ -60,6 +60,10 @@ def usable(config: StoreConfig) -> bool:
 class LogWriter:
     """``record``, ``record_metrics`` and ``pin`` as log entries for the index to apply."""
 
+    #: Whether gc works where this writes (a store directory; not a spool, whose upload
+    #: makes the same check in the bucket).
+    gc_reaches = True
+
     def __init__(self, config: StoreConfig) -> None:
         self.root = config.root
         self.objects = ObjectDir(self.root / "objects")
@@ -79,6 +83,8 @@ class LogWriter:
         except OSError as exc:
             raise unwritable(self.root, exc) from None
         name = self._append("record", {"runs": runs})
+        if not self.gc_reaches:
+            return name
         # Marked pending, the entry keeps its objects from gc; one that was present already
         # may have gone just before: write it again (expdna.store.maintenance._settle).
         there = self.objects.present_many({d: len(data) for d, data in blobs.items()})
@@ -133,6 +139,8 @@ class SpoolWriter(LogWriter):
     """:class:`LogWriter` into this machine's spool for a store in a bucket; a daemon
     thread uploads each entry as it is committed, and :meth:`close` waits for it (at most
     :data:`expdna.store.uploader.WAIT_S`)."""
+
+    gc_reaches = False
 
     def __init__(self, config: StoreConfig) -> None:
         from expdna.store.objects.spool import SPOOL, Spool
