@@ -5,7 +5,9 @@ measures, for a local directory and for ``s3://bench/<prefix>`` on that server:
 
 - batched record: ``Store.record_many`` of N synthetic manifests (runs/s);
 - ``show`` of one run: ``Store.show`` on an open store (the store's own work: one index
-  lookup, one verified GET), median of repeats, and the ``expdna show`` command's wall time;
+  lookup, one verified read: for a bucket from the local read cache once it was read, and
+  again without the cache, one GET), median of repeats, and the ``expdna show`` command's
+  wall time;
 - the training hook: ``expdna.start()`` + ``add_runtime()`` in a fresh process, recording
   into the store measured above (it exists, so the hook writes objects and log entries
   only: a directory's own, a bucket's through the local spool and a background upload),
@@ -160,6 +162,11 @@ def main() -> None:
                     show_ms = _median_ms(
                         lambda s=store, r=run_ids[name]: s.show(r), args.repeat * 4
                     )
+                    # a bucket's show again without the local copies: one verified GET
+                    setattr(store.objects, "cache", None)  # noqa: B010 - a bucket's only
+                    fetch_ms = _median_ms(
+                        lambda s=store, r=run_ids[name]: s.show(r), args.repeat * 4
+                    )
                 command_ms = _median_ms(
                     lambda t=target, r=run_ids[name]: subprocess.run(
                         ["expdna", "--store", t, "show", r],
@@ -174,7 +181,9 @@ def main() -> None:
                 end_ms = statistics.median(h[1] for h in hooks[name]) - bare_end_ms
                 inside_ms = statistics.median(h[2] for h in hooks[name])
                 rate = len(manifests) / seconds[name]
-                rows.append((name, rate, show_ms, command_ms, hook_ms, best_ms, inside_ms, end_ms))
+                rows.append(
+                    (name, rate, show_ms, fetch_ms, command_ms, hook_ms, best_ms, inside_ms, end_ms)
+                )
         finally:
             server.stop()
     print(f"{args.runs} runs, batches of {args.batch}, medians of {args.repeat}+ repeats")
@@ -183,19 +192,21 @@ def main() -> None:
         "(the rows say what a store adds to each)"
     )
     print(
-        f"{'store':<10} {'record runs/s':>14} {'show ms':>8} {'`expdna show` ms':>17} "
-        f"{'hook adds ms':>13} {'(best)':>7} {'in store calls':>15} {'finish adds ms':>15}"
+        f"{'store':<10} {'record runs/s':>14} {'show ms':>8} {'(no cache)':>10} "
+        f"{'`expdna show` ms':>17} {'hook adds ms':>13} {'(best)':>7} {'in store calls':>15} "
+        f"{'finish adds ms':>15}"
     )
-    for name, rate, show_ms, command_ms, hook_ms, best_ms, inside_ms, end_ms in rows:
+    for name, rate, show_ms, fetch_ms, command_ms, hook_ms, best_ms, inside_ms, end_ms in rows:
         print(
-            f"{name:<10} {rate:>14.0f} {show_ms:>8.2f} {command_ms:>17.0f} {hook_ms:>13.0f} "
-            f"{best_ms:>7.0f} {inside_ms:>15.0f} {end_ms:>15.0f}"
+            f"{name:<10} {rate:>14.0f} {show_ms:>8.2f} {fetch_ms:>10.2f} {command_ms:>17.0f} "
+            f"{hook_ms:>13.0f} {best_ms:>7.0f} {inside_ms:>15.0f} {end_ms:>15.0f}"
         )
     directory, bucket = rows
     print(
         f"bucket / directory: record {bucket[1] / directory[1]:.2f}x, show "
-        f"{bucket[2] / directory[2]:.2f}x, time in store calls at start "
-        f"{bucket[6] / directory[6]:.2f}x ({bucket[6] - directory[6]:+.0f} ms)"
+        f"{bucket[2] / directory[2]:.2f}x ({bucket[3] / directory[3]:.2f}x without the cache), "
+        f"time in store calls at start {bucket[7] / directory[7]:.2f}x "
+        f"({bucket[7] - directory[7]:+.0f} ms)"
     )
 
     def met(ok: bool) -> str:
@@ -203,10 +214,10 @@ def main() -> None:
 
     print(
         f"targets: record >= {RECORD_TARGET:g} runs/s ({met(bucket[1] >= RECORD_TARGET)}), "
-        f"show < {SHOW_TARGET_MS:g} ms ({met(bucket[2] < SHOW_TARGET_MS)}), "
-        f"hook < {HOOK_TARGET_MS:g} ms (in store calls {met(bucket[6] < HOOK_TARGET_MS)}; "
-        f"by difference: median {met(bucket[4] < HOOK_TARGET_MS)}, "
-        f"best {met(bucket[5] < HOOK_TARGET_MS)})"
+        f"show < {SHOW_TARGET_MS:g} ms ({met(bucket[3] < SHOW_TARGET_MS)} without the cache), "
+        f"hook < {HOOK_TARGET_MS:g} ms (in store calls {met(bucket[7] < HOOK_TARGET_MS)}; "
+        f"by difference: median {met(bucket[5] < HOOK_TARGET_MS)}, "
+        f"best {met(bucket[6] < HOOK_TARGET_MS)})"
     )
 
 
