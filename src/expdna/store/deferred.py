@@ -68,7 +68,6 @@ class LogWriter:
         self.root = config.root
         self.objects = ObjectDir(self.root / "objects")
         self.log = StoreLog(self.objects.root)
-        self.written: list[str] = []  # entry names, in order
 
     def record(self, manifest: Manifest) -> str:
         """Write the run's blobs, then its ``record`` entry; returns the entry's name."""
@@ -101,7 +100,6 @@ class LogWriter:
             name = self.log.append(kind, body, pending=True).name
         except OSError as exc:
             raise unwritable(self.root, exc) from None
-        self.written.append(name)
         self.committed()
         return name
 
@@ -150,7 +148,6 @@ class SpoolWriter(LogWriter):
         self.root = spool.root
         self.objects = spool.objects
         self.log = spool.log
-        self.written = []
         self.uploader = Uploader(config, spool)
 
     def committed(self) -> None:
