@@ -93,10 +93,10 @@ def _open_store(config: StoreConfig) -> RunStore:
     # An existing store is written as objects and log entries alone, which the index
     # applies when it is next opened (expdna.store.deferred): no SQLAlchemy, no database
     # in the training process. Only a new store is created through the index, once.
-    from expdna.store.deferred import LogWriter, usable
+    from expdna.store.deferred import usable, writer
 
     if usable(config):
-        return LogWriter(config)
+        return writer(config)
     from expdna.store.facade import Store
 
     return Store.from_config(config)

@@ -90,9 +90,9 @@ def _apply_other(conn: Connection, *, entry: LogEntry, apply: Mapping[str, Apply
 def _apply_record(objects: ObjectStore, index: Index, entry: LogEntry, cache: InternCache) -> bool:
     from expdna.store.record.samerun import same_run
     from expdna.store.record.write import write_batch
-    from expdna.store.reindex import prepare_entry
+    from expdna.store.reindex import prepare_runs_of
 
-    batch, problems = prepare_entry(objects.location, entry.name, entry.body.get("runs", []))
+    batch, problems = prepare_runs_of(objects, entry.name, entry.body.get("runs", []))
     for problem in problems:
         log.warning("%s", problem)
 

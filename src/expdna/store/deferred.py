@@ -12,6 +12,12 @@ Only a store that exists is written this way: one whose object directory has its
 (it was opened through the index once, which bound the two) and, for the embedded index,
 whose ``index.sqlite`` is there. A new store is created through :class:`Store` once, as
 before.
+
+A store in a bucket is written the same way without waiting for the network
+(:class:`SpoolWriter`): into this machine's spool for it, which a daemon thread uploads
+(:mod:`expdna.store.uploader`). It is written so whenever an index can take the entries: a
+shared one (``--index-url``), or the local one beside the spool; the bucket's store id is
+the thread's to check.
 """
 
 from __future__ import annotations
@@ -36,11 +42,16 @@ log = logging.getLogger(__name__)
 ID_FILE = "store-id"
 
 
+def writer(config: StoreConfig) -> LogWriter:
+    """The training process's writer for a :func:`usable` store."""
+    return SpoolWriter(config) if config.remote is not None else LogWriter(config)
+
+
 def usable(config: StoreConfig) -> bool:
     """Whether ``config`` names an existing store this writer may write to."""
     root = config.root
-    if config.remote is not None:  # a bucket: written through the index, as it is made
-        return False
+    if config.remote is not None:  # a bucket: no network here (SpoolWriter)
+        return config.index_url is not None or (root / SQLITE_NAME).is_file()
     if not (root / "objects" / ID_FILE).is_file():
         return False
     return config.index_url is not None or (root / SQLITE_NAME).is_file()
@@ -48,6 +59,10 @@ def usable(config: StoreConfig) -> bool:
 
 class LogWriter:
     """``record``, ``record_metrics`` and ``pin`` as log entries for the index to apply."""
+
+    #: Whether gc works where this writes (a store directory; not a spool, whose upload
+    #: makes the same check in the bucket).
+    gc_reaches = True
 
     def __init__(self, config: StoreConfig) -> None:
         self.root = config.root
@@ -61,17 +76,35 @@ class LogWriter:
         prepared = prepare(manifest)
         extra = [[b.digest, b.kind, len(b.data)] for b in prepared.blobs[1:]]
         runs = [[prepared.run_id, prepared.manifest_digest, extra]]
+        blobs = {blob.digest: blob.data for blob in prepared.blobs}
         try:  # blobs first: the entry is what makes them a run
-            self.objects.put_many([blob.data for blob in prepared.blobs])
+            self.objects.put_many(list(blobs.values()))
         except OSError as exc:
             raise unwritable(self.root, exc) from None
-        return self._append("record", {"runs": runs})
+        name = self._append("record", {"runs": runs})
+        if not self.gc_reaches:
+            return name
+        # Marked pending, the entry keeps its objects from gc; one that was present already
+        # may have gone just before: write it again (expdna.store.maintenance._settle).
+        there = self.objects.present_many({d: len(data) for d, data in blobs.items()})
+        missing = [data for d, data in blobs.items() if d not in there]
+        if missing:
+            try:
+                self.objects.rewrite(missing)
+            except OSError as exc:
+                raise unwritable(self.root, exc) from None
+        return name
 
     def _append(self, kind: str, body: dict[str, Any]) -> str:
         try:
-            return self.log.append(kind, body, pending=True).name
+            name = self.log.append(kind, body, pending=True).name
         except OSError as exc:
             raise unwritable(self.root, exc) from None
+        self.committed()
+        return name
+
+    def committed(self) -> None:
+        """An entry is durable: nothing more to do for a store directory."""
 
     def record_metrics(self, run_id: str, metrics: Mapping[str, Any]) -> str:
         return self._append("metrics", {"run_id": run_id, "metrics": plain_metrics(metrics)})
@@ -98,3 +131,36 @@ class LogWriter:
 
     def close(self) -> None:
         """Nothing held open: every entry is durable when its call returns."""
+
+
+class SpoolWriter(LogWriter):
+    """:class:`LogWriter` into this machine's spool for a store in a bucket; a daemon
+    thread uploads each entry as it is committed, and :meth:`close` waits for it (at most
+    :data:`expdna.store.uploader.WAIT_S`)."""
+
+    gc_reaches = False
+
+    def __init__(self, config: StoreConfig) -> None:
+        from expdna.store.objects.spool import SPOOL, Spool
+        from expdna.store.uploader import Uploader
+
+        spool = Spool(config.root / SPOOL)
+        self.root = spool.root
+        self.objects = spool.objects
+        self.log = spool.log
+        self.uploader = Uploader(config, spool)
+
+    def committed(self) -> None:
+        self.uploader.wake()
+
+    def close(self) -> None:
+        from expdna.store.uploader import WAIT_S
+
+        if not self.uploader.wait(WAIT_S):
+            log.warning(
+                "expdna: still uploading to %s after %g s; the rest stays in %s and goes up "
+                "with the next process that opens the store here",
+                self.uploader.config.shown,
+                WAIT_S,
+                self.root,
+            )

@@ -14,7 +14,10 @@ it now; a recorder, once its transaction has committed, asks for every object it
 reference (a stat, or a HEAD) and writes again any that is gone
 (expdna.store.record.recorder). Whichever way the two interleave, a committed run ends with
 its objects, at any grace. gc also keeps objects named by log entries the index has not
-applied yet, and runs not at all while the index looks lost (expdna.store.drift).
+applied yet, and runs not at all while the index looks lost (expdna.store.drift). The
+training hook's entries, which no index has yet, are kept the same way: the hook checks its
+objects after it has marked its entry pending, and gc reads the markers before it asks the
+index again.
 """
 
 from __future__ import annotations
@@ -83,13 +86,31 @@ def _referenced(conn: Connection, digests: list[str]) -> set[str]:
     return found
 
 
-def _settle(objects: ObjectStore, index: Index, trashed: dict[str, str]) -> list[str]:
+def _waiting(store_log: LogStore) -> set[str]:
+    """The objects named by entries the training hook wrote for the index to apply."""
+    from expdna.store.objects.spool import blobs_of
+
+    named: set[str] = set()
+    for name in store_log.pending():
+        try:
+            named |= blobs_of(store_log.read(name))
+        except (OSError, ValueError):  # applied and gone meanwhile: the index has it
+            continue
+    return named
+
+
+def _settle(
+    objects: ObjectStore, index: Index, trashed: dict[str, str], store_log: LogStore
+) -> list[str]:
     """Put back the trashed objects a run references now, delete the rest; returns the
-    digests deleted."""
+    digests deleted. A hook's entry is marked pending before it checks its objects and
+    is in the index before its marker goes, so reading the markers, then the index, sees
+    every entry whose check could have missed the trashing."""
     if not trashed:
         return []
+    waiting = _waiting(store_log)
     with index.read() as conn:
-        keep = _referenced(conn, list(trashed))
+        keep = _referenced(conn, list(trashed)) | (waiting & trashed.keys())
     removed = []
     for digest, where in trashed.items():
         if digest in keep:
@@ -101,9 +122,9 @@ def _settle(objects: ObjectStore, index: Index, trashed: dict[str, str]) -> list
     return removed
 
 
-def _recover_trash(objects: ObjectStore, index: Index) -> None:
+def _recover_trash(objects: ObjectStore, index: Index, store_log: LogStore) -> None:
     """Settle what a gc that was stopped left in the trash."""
-    _settle(objects, index, objects.trashed())
+    _settle(objects, index, objects.trashed(), store_log)
 
 
 def gc(
@@ -123,7 +144,7 @@ def gc(
     if standing.problems:
         raise IndexLostError(f"gc removes nothing: {standing.problems[0]}")
     if not dry_run:
-        _recover_trash(objects, index)
+        _recover_trash(objects, index, store_log)
     cutoff = time.time() - grace_s
     removed: list[str] = []
     removed_bytes = kept_young = 0
@@ -161,7 +182,7 @@ def gc(
                         )
                     )
         removed_here = [d for d in removed if d in sizes]
-        gone = _settle(objects, index, trashed) if not dry_run else []
+        gone = _settle(objects, index, trashed, store_log) if not dry_run else []
         removed += gone
         removed_bytes += sum(sizes[d] for d in (removed_here if dry_run else gone))
     # A temporary file is a writer's work in progress (renamed within its batch) until it is

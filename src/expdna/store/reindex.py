@@ -131,6 +131,15 @@ def prepare_entry(
     return _prepare_runs(objects, memo, name, runs)
 
 
+def prepare_runs_of(
+    objects: ObjectStore, name: str, runs: list[list[Any]]
+) -> tuple[list[Prepared], list[str]]:
+    """A record entry's runs, prepared from ``objects`` (a directory or a bucket)."""
+    if isinstance(objects, ObjectDir):
+        return prepare_entry(objects.location, name, runs)
+    return _prepare_runs(objects, SectionMemo(), name, runs)
+
+
 def _prepare_runs(
     objects: ObjectStore, memo: SectionMemo, name: str, runs: list[list[Any]]
 ) -> tuple[list[Prepared], list[str]]:

@@ -83,8 +83,10 @@ def _syncfs(directory: Path) -> bool:
 class ObjectDir:
     """Content-addressed blobs under ``root`` (``<store>/objects``)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, durable: bool = True) -> None:
         self.root = root
+        #: False: no syncs (a staging area a process's death cannot lose; a spool)
+        self.durable = durable
         self._fans: set[str] = set()  # fan-out directories known to exist
 
     @property
@@ -165,6 +167,10 @@ class ObjectDir:
         return name
 
     def _commit(self, pending: list[_Pending]) -> None:
+        if not self.durable:
+            for item in pending:
+                os.replace(item.temp, item.final)
+            return
         bulk = len(pending) > 4 and _syncfs(self.root)
         if not bulk:
             for item in pending:

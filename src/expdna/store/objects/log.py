@@ -95,8 +95,10 @@ def decode_entry(name: str, data: bytes, *, verify: bool = True) -> LogEntry:
 class StoreLog:
     """The entries under ``<objects>/log``."""
 
-    def __init__(self, objects_root: Path) -> None:
+    def __init__(self, objects_root: Path, *, durable: bool = True) -> None:
         self.root = objects_root / LOG_DIR
+        #: False: entries are not synced (expdna.store.objects.spool)
+        self.durable = durable
 
     def append(
         self,
@@ -120,7 +122,8 @@ class StoreLog:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if self.durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         try:
@@ -131,7 +134,7 @@ class StoreLog:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
-        if os.name == "posix":
+        if os.name == "posix" and self.durable:
             fsync_path(self.root)
         if pending:
             self._mark_pending(name)

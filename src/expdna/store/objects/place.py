@@ -1,5 +1,7 @@
 """The object store a :class:`~expdna.store.config.StoreConfig` names: a directory, or a
-bucket on S3-compatible storage (whose client is imported only then)."""
+bucket on S3-compatible storage (whose client is imported only then) with this machine's
+spool of uploads still to make (expdna.store.objects.spool) and its verified copies of
+objects read before (expdna.store.objects.readcache)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,10 @@ OBJECTS = "objects"
 def open_objects(config: StoreConfig) -> ObjectStore:
     """``<store>/objects``, or the bucket and prefix of ``s3://BUCKET/PREFIX``."""
     if config.remote is not None:
+        from expdna.store.objects.readcache import BLOBS, ReadCache
         from expdna.store.objects.s3 import S3Objects
+        from expdna.store.objects.spool import SPOOL, Spool
 
-        return S3Objects(config.remote)
+        root = config.root
+        return S3Objects(config.remote, spool=Spool(root / SPOOL), cache=ReadCache(root / BLOBS))
     return ObjectDir(config.root / OBJECTS)

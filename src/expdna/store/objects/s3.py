@@ -8,13 +8,20 @@ took 24 ms against boto3's 2.5 s, and import plus a configured client 0.34 s aga
 its requests run in Rust without the GIL. It is imported only when a store is remote.
 
 Writes are create-only: every PUT carries ``If-None-Match: *``, and an object already
-there is left as it is (the same name is the same bytes). A server that answers that
-header with "not implemented" gets, from then on, a HEAD before each PUT instead, which
-keeps every present object from being rewritten but cannot settle two writers racing for
-one new name (harmless for objects and log entries, whose names are their content; the
-store id is read back after it is written). Reads that matter are verified against the
-digest. Errors are one line (:class:`expdna.store.errors.StoreError`, exit 2): a missing
-bucket, access denied, an endpoint that does not answer within :data:`TIMEOUT_S`.
+there is left as it is (the same name is the same bytes). Not every server honours the
+header, and one that ignores it overwrites without a word, so the first write of a process
+asks (``auto``): it puts the store id again, create-only, with the bytes it holds; a server
+that accepts that put ignores the header (it rewrote the id with the same bytes). Such a
+server, one that answers the header with "not implemented", and any store when
+``EXPDNA_S3_CONDITIONAL_PUT=off`` gets a *verified HEAD* before each PUT instead: a key there
+is never written again, and one whose size or MD5 ETag says it holds other bytes than the
+ones its name proves is read and, when it does, refused (:class:`CorruptObjectError`, never
+overwritten; ``fsck`` names it). The HEAD cannot settle two writers racing for one new name;
+that is harmless for objects and log entries, whose names are their content, and the store
+id is read back after it is written. ``EXPDNA_S3_CONDITIONAL_PUT=on`` skips the question.
+Reads that matter are verified against the digest. Errors are one line
+(:class:`expdna.store.errors.StoreError`, exit 2): a missing bucket, access denied, an
+endpoint that does not answer within :data:`TIMEOUT_S`.
 
 A batch's uploads, and the checks the recorder makes after its commit, run in parallel
 (:data:`WORKERS` requests at once). gc coordinates with recorders as on a directory
@@ -26,6 +33,7 @@ rewrites any object gone; this needs only the read-after-write consistency S3 gi
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -33,7 +41,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from expdna.digest import hex_of
@@ -48,10 +56,14 @@ from expdna.store.objects.awsconfig import AwsSettings, resolve
 from expdna.store.objects.directory import TRASH
 from expdna.store.objects.idfile import ID_FILE, new_id
 from expdna.store.objects.interface import Stat
-from expdna.store.objects.log import LOG_DIR, LogEntry, decode_entry, encode_entry, is_entry_name
+from expdna.store.objects.log import LOG_DIR, is_entry_name
 
 if TYPE_CHECKING:
     from obstore.store import S3Store
+
+    from expdna.store.objects.readcache import ReadCache
+    from expdna.store.objects.s3log import S3Log
+    from expdna.store.objects.spool import Spool
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +78,10 @@ RETRIES = 2
 #: Keys per listing page.
 PAGE = 1000
 OBJECTS = "objects"
+#: Whether PUTs trust ``If-None-Match: *``: ``auto`` (ask the server once per process),
+#: ``on`` (trust it), ``off`` (a verified HEAD before each write).
+CONDITIONAL_ENV = "EXPDNA_S3_CONDITIONAL_PUT"
+CONDITIONAL_MODES = ("auto", "on", "off")
 _URL = re.compile(r"s3://([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(/.*)?")
 _HEX = frozenset("0123456789abcdef")
 
@@ -93,18 +109,42 @@ def _digest_of(key: str) -> str | None:
     return digest if _HEX.issuperset(digest) else None
 
 
+def _checked(expected: str, data: bytes) -> bytes:
+    actual = hex_of(data)
+    if actual != expected:
+        raise CorruptObjectError(expected, actual, None)
+    return data
+
+
 class S3Objects:
     """A store's objects, id, log and trash in ``s3://BUCKET/PREFIX``."""
 
-    def __init__(self, url: str, *, environ: Mapping[str, str] = os.environ) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        environ: Mapping[str, str] = os.environ,
+        spool: Spool | None = None,
+        cache: ReadCache | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.bucket, self.prefix = parse_url(self.url)
         self.settings: AwsSettings = resolve(environ)
+        #: this machine's uploads not made yet (expdna.store.objects.spool), if any
+        self.spool = spool
+        #: verified copies of objects read before (expdna.store.objects.readcache), if any
+        self.cache = cache
         self._store: S3Store | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
-        #: False once the server said it does not implement If-None-Match.
-        self.conditional = True
+        mode = (environ.get(CONDITIONAL_ENV) or "auto").strip().lower()
+        if mode not in CONDITIONAL_MODES:
+            raise StoreError(
+                f"{CONDITIONAL_ENV}={mode!r}: expected one of {', '.join(CONDITIONAL_MODES)}"
+            )
+        #: Whether PUTs carry If-None-Match; None until the server was asked (``auto``).
+        self.conditional: bool | None = None if mode == "auto" else mode == "on"
+        self._asking = threading.Lock()
         self._id: str | None = None  # the store id, once read (it never changes)
 
     @property
@@ -180,9 +220,11 @@ class S3Objects:
     def _parallel(self, work: Callable[[T], Any], items: Sequence[T]) -> list[Any]:
         if len(items) <= 1:
             return [work(item) for item in items]
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="expdna-s3")
-        return list(self._pool.map(work, items))
+        with self._lock:  # the recorder's upload thread and its own thread share the pool
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="expdna-s3")
+            pool = self._pool
+        return list(pool.map(work, items))
 
     def _get(self, key: str) -> bytes:
         import obstore
@@ -190,21 +232,20 @@ class S3Objects:
         return self._call(f"reading {key}", lambda: bytes(obstore.get(self.store, key).bytes()))
 
     def _head(self, key: str) -> Stat | None:
-        import obstore
-
-        try:
-            meta = self._call(f"looking up {key}", lambda: obstore.head(self.store, key))
-        except FileNotFoundError:
+        meta = self._head_meta(key)
+        if meta is None:
             return None
         return Stat(size=int(meta["size"]), mtime=meta["last_modified"].timestamp())
 
-    def _create(self, key: str, data: bytes) -> bool:
-        """Write ``key`` unless it exists; True when this call wrote it."""
+    def _create(self, key: str, data: bytes, *, verify: bool = True) -> bool:
+        """Write ``key`` unless it exists; True when this call wrote it. Without
+        If-None-Match (see the module doc) a key found there is checked against ``data``
+        (``verify``) and never written again."""
         import obstore
         from obstore import exceptions as errors
 
         doing = f"writing {key}"
-        if self.conditional:
+        if self._conditional():
             try:
                 self._call(doing, lambda: obstore.put(self.store, key, data, mode="create"))
                 return True
@@ -213,10 +254,72 @@ class S3Objects:
             except errors.NotSupportedError:
                 log.warning("%s ignores If-None-Match; a HEAD precedes each write", self.url)
                 self.conditional = False
-        if self._head(key) is not None:
+        found = self._head_meta(key)
+        if found is not None:
+            if verify:
+                self._same_bytes(key, found, data)
             return False
         self._call(doing, lambda: obstore.put(self.store, key, data, mode="overwrite"))
         return True
+
+    def _conditional(self) -> bool:
+        """Whether to trust If-None-Match; asked of the server once (``auto``), by a
+        create-only PUT of the store id with the bytes it holds, once there is one."""
+        if self.conditional is None:
+            with self._asking:  # one question, whichever thread writes first
+                self.conditional = self._ask() if self.conditional is None else self.conditional
+        return True if self.conditional is None else self.conditional
+
+    def _ask(self) -> bool | None:
+        import obstore
+        from obstore import exceptions as errors
+
+        key = f"{OBJECTS}/{ID_FILE}"
+        try:
+            held = self._get(key)
+        except FileNotFoundError:
+            return None  # a new store: asked once its id is written
+        try:
+            self._call(
+                "checking If-None-Match", lambda: obstore.put(self.store, key, held, mode="create")
+            )
+        except (errors.AlreadyExistsError, errors.PreconditionError):
+            return True
+        except errors.NotSupportedError:
+            pass
+        log.warning("%s ignores If-None-Match; a HEAD precedes each write", self.url)
+        return False
+
+    def _head_meta(self, key: str) -> dict[str, Any] | None:
+        import obstore
+
+        try:
+            return dict(self._call(f"looking up {key}", lambda: obstore.head(self.store, key)))
+        except FileNotFoundError:
+            return None
+
+    def _same_bytes(self, key: str, found: Mapping[str, Any], data: bytes) -> None:
+        """Refuse a key that holds other bytes than ``data`` (named by their digest): told
+        by its size, or by an ETag that is a plain MD5; read to be sure before refusing."""
+        name = key.rsplit("/", 1)[-1]
+        if name == ID_FILE:  # the first writer's id stands, whatever it is
+            return
+        tag = str(found.get("e_tag") or "").strip('"')
+        md5 = hashlib.md5(data, usedforsecurity=False).hexdigest()
+        plain_md5 = len(tag) == 32 and _HEX.issuperset(tag)
+        if int(found["size"]) == len(data) and (not plain_md5 or tag == md5):
+            return
+        there = self._get(key)
+        if there == data:
+            return
+        digest = _digest_of(key)
+        if digest is not None:
+            raise CorruptObjectError(digest, hex_of(there), None)
+        what = "log entry" if is_entry_name(name) else "key"
+        raise StoreError(
+            f"{self.url}: {what} {key} holds other bytes than its name says; not rewritten "
+            "(`expdna fsck` names it)"
+        )
 
     def _delete(self, key: str) -> None:
         import obstore
@@ -274,7 +377,7 @@ class S3Objects:
         def one(item: tuple[str, bytes]) -> None:
             digest, data = item
             key = self.key(digest)
-            if self._create(key, data) or self.holds(digest, data):
+            if self._create(key, data, verify=False) or self.holds(digest, data):
                 return
             log.warning("%s: object %s held other bytes; writing the right ones", self.url, key)
             self._call(f"writing {key}", lambda: obstore.put(self.store, key, data))
@@ -300,15 +403,21 @@ class S3Objects:
         return data
 
     def read_verified(self, digest: str, *, max_bytes: int | None = None) -> bytes:
-        data = self.read(digest, max_bytes=max_bytes)
+        """The object's bytes, checked against its name: from this machine's read cache
+        when a copy there still hashes to it, else from the bucket (then cached)."""
         expected = parse_digest(digest)
-        actual = hex_of(data)
-        if actual != expected:
-            raise CorruptObjectError(expected, actual, None)
+        if self.cache is not None:
+            cached = self.cache.get(expected, max_bytes)
+            if cached is not None:
+                return cached
+        data = _checked(expected, self.read(digest, max_bytes=max_bytes))
+        if self.cache is not None:
+            self.cache.put(expected, data)
         return data
 
     def verify(self, digest: str) -> None:
-        self.read_verified(digest)
+        """Re-hash the bucket's bytes (never a cached copy: fsck asks the bucket)."""
+        _checked(parse_digest(digest), self.read(digest))
 
     def holds(self, digest: str, data: bytes) -> bool:
         try:
@@ -419,61 +528,6 @@ class S3Objects:
             self._first_key(f"{OBJECTS}/{LOG_DIR}/")
 
     def open_log(self) -> S3Log:
+        from expdna.store.objects.s3log import S3Log
+
         return S3Log(self)
-
-
-class S3Log:
-    """The store's log entries as keys ``objects/log/<entry>`` (expdna.store.objects.log)."""
-
-    def __init__(self, objects: S3Objects) -> None:
-        self.objects = objects
-        self.root = f"{OBJECTS}/{LOG_DIR}"
-        self._times: dict[str, float] = {}  # from the last listing
-
-    def append(
-        self, kind: str, body: dict[str, Any], *, at: datetime | None = None, pending: bool = False
-    ) -> LogEntry:
-        # ``pending`` is never asked of a bucket: the training hook writes entries for a
-        # later index only into a directory store (expdna.store.deferred.usable), so every
-        # entry here is applied by the process that wrote it.
-        entry, data = encode_entry(kind, body, at)
-        self.objects._create(f"{self.root}/{entry.name}", data)
-        return entry
-
-    def pending(self) -> list[str]:
-        return []
-
-    def clear_pending(self, name: str) -> None:
-        return None
-
-    def names(self) -> list[str]:
-        found: dict[str, float] = {}
-        for key, stat in self.objects._list(f"{self.root}/"):
-            name = key.rsplit("/", 1)[-1]
-            if is_entry_name(name):
-                found[name] = stat.mtime
-        self._times = found
-        return sorted(found)
-
-    def read(self, name: str, *, verify: bool = True) -> LogEntry:
-        if not is_entry_name(name):
-            raise ValueError(f"{name}: not a log entry name")
-        return decode_entry(name, self.objects._get(f"{self.root}/{name}"), verify=verify)
-
-    def entries(self) -> Iterator[LogEntry]:
-        for name in self.names():
-            yield self.read(name)
-
-    def age_s(self, name: str, now: float | None = None) -> float:
-        import time
-
-        mtime = self._times.get(name)
-        if mtime is None:
-            found = self.objects._head(f"{self.root}/{name}")
-            if found is None:
-                return 0.0
-            mtime = found.mtime
-        return (now if now is not None else time.time()) - mtime
-
-    def withdraw(self, name: str) -> None:
-        self.objects._delete(f"{self.root}/{name}")

@@ -5,7 +5,9 @@ to a helper process (:mod:`expdna.store.objects.blobwriter`), and the recorder c
 batch while the helper writes; the batch's index rows are written once the helper says its
 blobs are durable, so the order "blobs first, index row last" holds for every run. The
 first batch is written in this process: a call that records one batch (``Store.record``,
-the training hook) never starts a helper, and a call's helper ends with the call. The
+the training hook) never starts a helper, and a call's helper ends with the call. Into a
+bucket the helper is a thread (:class:`_UploadThread`): its requests run in the client
+library without the GIL, so a batch uploads while the previous one's rows are written. The
 index transaction itself is not overlapped: doing it in a thread while checking the next
 batch was measured slower, since SQLite releases and retakes the GIL for every row it
 steps and the checking thread holds it.
@@ -24,7 +26,8 @@ import gc
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
 
 from sqlalchemy import Connection
 
@@ -225,9 +228,7 @@ class Recorder:
         A batch that fails to be made raises after the batches before it are recorded.
         """
         pending = iter(batches)
-        # a helper process writes into a directory; a bucket's uploads run in parallel anyway
-        local = self.objects.root if isinstance(self.objects, ObjectDir) else None
-        helper = _Helper(local if HELPER else None)
+        helper = _Helper(self._helper_start())
         written: Sequence[BatchItem] | None = None  # blobs written or sent, no index rows yet
         sent = False
         try:
@@ -264,24 +265,72 @@ class Recorder:
                 self.log.withdraw(self._entry.name)
                 self._entry = None
 
+    def _helper_start(self) -> Callable[[], _Writer | None] | None:
+        """How this call's helper starts: a process for a directory, a thread for a bucket."""
+        objects = self.objects
+        if not isinstance(objects, ObjectDir):
+            return lambda: _UploadThread(objects)
+        root = objects.root
+        return (lambda: BlobWriter.start(root)) if HELPER else None
+
+
+class _Writer(Protocol):
+    """What the recorder needs of a helper (:class:`BlobWriter`, :class:`_UploadThread`)."""
+
+    def send(self, blobs: Sequence[bytes]) -> bool: ...
+
+    def wait(self) -> Sequence[bytes]: ...
+
+    def close(self) -> None: ...
+
+
+class _UploadThread:
+    """A batch's uploads in one thread while the recorder goes on; :meth:`wait` returns
+    the blobs it could not upload (written again by the recorder, which raises why)."""
+
+    def __init__(self, objects: ObjectStore) -> None:
+        self._objects = objects
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="expdna-upload")
+        self._sent: Sequence[bytes] = ()
+        self._future: Future[list[str]] | None = None
+
+    def send(self, blobs: Sequence[bytes]) -> bool:
+        self._sent = blobs
+        self._future = self._pool.submit(self._objects.put_many, blobs)
+        return True
+
+    def wait(self) -> Sequence[bytes]:
+        future, self._future = self._future, None
+        if future is None:
+            return ()
+        try:
+            future.result()
+        except Exception as exc:  # the recorder writes them itself and raises the real error
+            log.debug("uploading a batch failed: %s", exc)
+            return self._sent
+        return ()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)  # a batch abandoned mid-way is finished (gc's then)
+
 
 class _Helper:
-    """One call's blob-writing helper process, started on first use. Once it fails, the
-    call writes the rest of its blobs itself."""
+    """One call's blob-writing helper, started on first use. Once it fails, the call
+    writes the rest of its blobs itself."""
 
-    def __init__(self, root: Path | None) -> None:
-        self._root = root  # None: start none (any more)
-        self.writer: BlobWriter | None = None
+    def __init__(self, start: Callable[[], _Writer | None] | None) -> None:
+        self._start = start  # None: start none (any more)
+        self.writer: _Writer | None = None
 
-    def get(self) -> BlobWriter | None:
-        if self.writer is None and self._root is not None:
-            self.writer = BlobWriter.start(self._root)
+    def get(self) -> _Writer | None:
+        if self.writer is None and self._start is not None:
+            self.writer = self._start()
             if self.writer is None:
-                self._root = None
+                self._start = None
         return self.writer
 
     def give_up(self) -> None:
-        self._root = None
+        self._start = None
         self.close()
 
     def close(self) -> None:
