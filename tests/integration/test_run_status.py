@@ -124,6 +124,9 @@ def test_each_ending_is_recorded_and_only_completed_runs_pool(repo: Path, tmp_pa
     # The store holds all three, each with its state, selectable with --where.
     listed = {r["run_id"]: r["state"] for r in runs(tmp_path, repo)}
     assert listed == {rid: doc["status"]["state"] for rid, doc in docs.items()}
+    # twins answers from the SQLite file directly (expdna.store.quickread): the same states
+    twins = json.loads(expdna(tmp_path, repo, "twins", "--json", next(iter(docs))).stdout)
+    assert {r["run_id"]: r["state"] for r in twins} == listed
     failed_ids = {r["run_id"] for r in runs(tmp_path, repo, "--where", "status.state=failed")}
     assert failed_ids == {d["run_id"] for d in failed}
     by_type = runs(tmp_path, repo, "--where", "status.error.type=RuntimeError")

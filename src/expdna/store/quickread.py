@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 _HEX = re.compile(r"[0-9a-f]{6,64}")
 _COLUMNS = (
     'run_id, dna, generated_at, recorded_at, "commit", algorithm, gpu_model, driver_version, '
-    "cuda_version, nccl_version, python_version, family, unknown"
+    "cuda_version, nccl_version, python_version, family, unknown, state"
 )
 #: Newest first, ties by run id: as ``expdna.store.queries`` orders them.
 _ORDER = "ORDER BY generated_at DESC, run_id DESC"
@@ -42,7 +42,7 @@ def _when(value: str | datetime) -> datetime:
 
 def _summary(row: tuple[object, ...]) -> RunSummary:
     (run_id, dna, generated, recorded, commit, algorithm, gpu, driver, cuda, nccl, python,
-     family, unknown) = row  # fmt: skip
+     family, unknown, state) = row  # fmt: skip
     return RunSummary(
         run_id=str(run_id),
         dna=str(dna),
@@ -57,6 +57,7 @@ def _summary(row: tuple[object, ...]) -> RunSummary:
         python_version=python,  # type: ignore[arg-type]
         family=family,  # type: ignore[arg-type]
         unknown=unknown,  # type: ignore[arg-type]
+        state=state,  # type: ignore[arg-type]
     )
 
 
