@@ -5,7 +5,7 @@
 # by side, each in a demo directory of its own at the fixed path the pages show, then fills
 # each page's <!-- out:NAME --> / <!-- file:PATH --> blocks from the transcript that holds
 # its blocks (names are per transcript: the walkthrough has a diff-lr of its own; pages.py
-# says which page is whose). About four minutes on 2 idle cores.
+# says which page is whose). About five minutes on 2 idle cores, ten on a loaded machine.
 #   EXPDNA_DOCS_BENCH=1   also reruns the benchmarks (their blocks say "recorded=DATE")
 #   EXPDNA_DOCS_RAY=1     also reruns the two-node Ray cluster (block ray, "recorded=DATE")
 # Without them those blocks keep their recorded output. A transcript that fails stops the
