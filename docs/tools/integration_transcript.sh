@@ -1,9 +1,10 @@
 #!/bin/sh
 # Replays the commands of the integration pages (docs/{en,zh}/integrations/walkthrough.md, hook.md,
-# ray.md, concepts/store.md, commands/stability.md) in a fresh demo and prints a transcript for
-# fill_docs.py, as transcript.sh does for the guide. DEMO (default /tmp/expdna-demo, the path the
-# pages show) is deleted and rebuilt. Needs the `test` extra (torch on CPU, Ray) and, for the
-# PostgreSQL blocks, a server at 127.0.0.1:5432 with trust auth (skipped without `psql`).
+# ray.md, concepts/store.md, commands/stability.md, run-status.md) in a fresh demo and prints a
+# transcript for fill_docs.py, as transcript.sh does for the guide. DEMO (default
+# /tmp/expdna-demo, the path the pages show) is deleted and rebuilt. Needs the `test` extra
+# (torch on CPU, Ray) and, for the PostgreSQL blocks, a server at 127.0.0.1:5432 with trust
+# auth (skipped without `psql`). The two-node Ray cluster runs only with EXPDNA_DOCS_RAY=1.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DEMO="${EXPDNA_DOCS_INTEGRATION_DEMO:-/tmp/expdna-demo}"
 export PATH="$REPO/.venv/bin:$PATH"
