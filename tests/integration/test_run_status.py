@@ -132,7 +132,7 @@ def test_each_ending_is_recorded_and_only_completed_runs_pool(repo: Path, tmp_pa
     by_type = runs(tmp_path, repo, "--where", "status.error.type=RuntimeError")
     crash_id = next(d["run_id"] for d in failed if d["status"]["error"]["type"] == "RuntimeError")
     assert [r["run_id"] for r in by_type] == [crash_id]
-    # recorded at add_runtime while running; its end came as a status log entry
+    # recorded by start() while running (the store existed); its end came as a status entry
     assert "state      failed" in expdna(tmp_path, repo, "show", crash_id).stdout
 
     # stability: the completed run alone; the failed ones are named as left out.
