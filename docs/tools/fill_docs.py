@@ -1,13 +1,21 @@
 """Refill the real-output blocks of the docs from a transcript (see transcript.sh).
 
-A block is marked by an HTML comment on the line before its fence:
+Every fenced block that shows real output is marked by an HTML comment on the line before
+its fence (tests/integration/test_docs_outputs.py fails on one that is not):
 
     <!-- out:NAME -->                 the whole transcript block NAME
     <!-- out:NAME head=N -->          its first N lines, "…", and its "[exit N]" line
     <!-- out:NAME head=N tail=M -->   its first N lines, "…", and its last M lines
+    <!-- out:NAME recorded=DATE -->   a block only an opt-in run makes (the benchmarks, the
+                                      Ray cluster): filled, and DATE set to today, when the
+                                      transcript has it; else kept as recorded on DATE
     <!-- file:PATH -->                the file PATH (relative to the repository root)
+    <!-- recorded:DATE -->            output pasted from a real run on DATE (YYYY-MM-DD)
+                                      that no transcript replays: never refilled, not
+                                      checked (the site says so under the block)
 
-A block the transcript does not hold keeps its old content and is listed as missing.
+A block the transcript does not hold keeps its old content and is listed as missing (a
+``recorded=`` one as kept).
 
     python docs/tools/fill_docs.py TRANSCRIPT DOC.md [DOC.md ...]
 """
@@ -16,12 +24,14 @@ from __future__ import annotations
 
 import re
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 MARK = re.compile(
     r"^(?P<indent> *)<!-- (?:out:(?P<name>[\w-]+)(?: head=(?P<head>\d+))?(?: tail=(?P<tail>\d+))?"
-    r"|file:(?P<file>[\w./-]+)) -->$"
+    r"(?: recorded=(?P<on>\d{4}-\d\d-\d\d))?"
+    r"|file:(?P<file>[\w./-]+)|recorded:(?P<recorded>\d{4}-\d\d-\d\d)) -->$"
 )
 
 
@@ -40,6 +50,8 @@ def read_blocks(path: str) -> dict[str, list[str]]:
 def body_for(m: re.Match[str], blocks: dict[str, list[str]]) -> list[str] | None:
     if m["file"]:
         return (REPO / m["file"]).read_text(encoding="utf-8").rstrip("\n").split("\n")
+    if m["recorded"]:
+        return None
     body = blocks.get(m["name"])
     if body is None or not m["head"]:
         return body
@@ -50,10 +62,13 @@ def body_for(m: re.Match[str], blocks: dict[str, list[str]]) -> list[str] | None
     return body
 
 
-def fill(path: str, blocks: dict[str, list[str]]) -> list[str]:
+def fill(path: str, blocks: dict[str, list[str]]) -> tuple[list[str], list[str]]:
+    """Refill one page; ``(missing block names, kept recorded=… block names)``."""
     lines = Path(path).read_text(encoding="utf-8").split("\n")
     out: list[str] = []
     missing: list[str] = []
+    kept: list[str] = []
+    today = datetime.now(timezone.utc).date().isoformat()
     i = 0
     while i < len(lines):
         out.append(lines[i])
@@ -64,23 +79,29 @@ def fill(path: str, blocks: dict[str, list[str]]) -> list[str]:
                 end += 1
             body = body_for(m, blocks)
             if body is None:
-                missing.append(m["name"])
+                if m["on"]:
+                    kept.append(m["name"])
+                elif m["name"]:
+                    missing.append(m["name"])
                 out += lines[i + 1 : end + 1]
             else:
+                if m["on"]:
+                    out[-1] = lines[i].replace(f"recorded={m['on']}", f"recorded={today}")
                 indent = m["indent"]
                 out += [lines[i + 1], *(indent + b if b else b for b in body), lines[end]]
             i = end + 1
             continue
         i += 1
     Path(path).write_text("\n".join(out), encoding="utf-8")
-    return missing
+    return missing, kept
 
 
 def main() -> None:
     blocks = read_blocks(sys.argv[1])
     for path in sys.argv[2:]:
-        missing = fill(path, blocks)
-        print(path, "missing blocks:", ", ".join(missing) or "none")
+        missing, kept = fill(path, blocks)
+        line = f"{path} missing blocks: {', '.join(missing) or 'none'}"
+        print(line + (f" (kept as recorded: {', '.join(kept)})" if kept else ""))
 
 
 if __name__ == "__main__":

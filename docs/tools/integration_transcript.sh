@@ -1,11 +1,13 @@
 #!/bin/sh
 # Replays the commands of the integration pages (docs/{en,zh}/integrations/walkthrough.md, hook.md,
-# ray.md, concepts/store.md, commands/stability.md) in a fresh demo and prints a transcript for
-# fill_docs.py, as transcript.sh does for the guide. DEMO (default /tmp/expdna-demo, the path the
-# pages show) is deleted and rebuilt. Needs the `test` extra (torch on CPU, Ray) and, for the
-# PostgreSQL blocks, a server at 127.0.0.1:5432 with trust auth (skipped without `psql`).
+# ray.md, concepts/store.md, commands/stability.md, run-status.md) in a fresh demo and prints a
+# transcript for fill_docs.py, as transcript.sh does for the guide. DEMO (default
+# /tmp/expdna-demo, the path the pages show) is deleted and rebuilt. Needs the `test` extra
+# (torch on CPU, Ray) and, for the PostgreSQL blocks, a server at 127.0.0.1:5432 with trust
+# auth (skipped without `psql`). The two-node Ray cluster runs only with EXPDNA_DOCS_RAY=1.
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 DEMO="${EXPDNA_DOCS_INTEGRATION_DEMO:-/tmp/expdna-demo}"
+export PATH="$REPO/.venv/bin:$PATH"
 block() { printf '### %s\n' "$1"; }
 run() { printf '$ %s\n' "$1"; sh -c "$1" 2>&1; printf '[exit %s]\n' "$?"; }
 export GIT_AUTHOR_DATE=2026-11-29T10:00:00Z GIT_COMMITTER_DATE=2026-11-29T10:00:00Z GIT_AUTHOR_NAME='Li Wei' GIT_AUTHOR_EMAIL=liwei@example.com GIT_COMMITTER_NAME='Li Wei' GIT_COMMITTER_EMAIL=liwei@example.com
@@ -56,6 +58,7 @@ block fsck;       run "expdna fsck"
 block gc;         run "expdna gc --dry-run"
 block db-current; run "expdna db current"
 block store-json; run "expdna fsck --json"; run "expdna db current --json"
+block store-missing; run "expdna --store /nonexistent/deep/store runs"
 if command -v psql >/dev/null 2>&1; then
   PG=postgresql+psycopg://postgres@127.0.0.1:5432/expdna_guide
   psql -q -h 127.0.0.1 -U postgres -c 'DROP DATABASE IF EXISTS expdna_guide' -c 'CREATE DATABASE expdna_guide' >/dev/null 2>&1
@@ -65,5 +68,39 @@ if command -v psql >/dev/null 2>&1; then
   block pg-stability; run "EXPDNA_INDEX_URL=$PG expdna --store $DEMO/shared-objects stability $DNA --metric val_loss"
 fi
 
-# ---- Ray ---------------------------------------------------------------------------------
-block ray;        run "python ray_two_nodes.py"
+# ---- one setup across seeds (commands/stability.md): three seeds, a store of their own -----
+(
+  export EXPDNA_STORE="$DEMO/seeds/store"
+  for s in 1 2 3; do python train_tiny.py --output-dir "$DEMO/seeds/seed$s" --seed $s > /dev/null; done
+  SEED1=$(short "$DEMO/seeds/seed1")
+  block seeds-twins;     run "expdna twins $SEED1"
+  block seeds-family;    run "expdna twins --across-seeds $SEED1"
+  block seeds-stability; run "expdna stability $SEED1 --metric val_loss --across-seeds"
+  block seeds-ignore;    run "expdna stability $SEED1 --metric val_loss --ignore config.resolved_args.seed"
+)
+
+# ---- how runs end (run-status.md): a checkout and a store of its own ----------------------
+(
+  mkdir -p "$DEMO/status/proj" && cd "$DEMO/status/proj" || exit 1
+  cp "$REPO/docs/tools/run_status/train.py" "$REPO/docs/tools/run_status/legacy.py" \
+    "$REPO/docs/tools/run_status/sleepy.py" "$REPO/docs/tools/run_status/signal_after.sh" .
+  printf 'out/\nsignal_after.sh\n' > .gitignore
+  git init -q -b main && git add . && git commit -qm "three scripts"
+  export EXPDNA_STORE="$DEMO/status/store"
+  block status-ok;      run "python train.py --lr 0.1"
+  block status-crash;   run "CRASH=1 python train.py --lr 0.1"
+  block status-json;    python -c "import glob, json; ds = [json.load(open(p)) for p in glob.glob('out/manifest_*.json')]; print(json.dumps(next(d for d in ds if d['status']['state'] == 'failed')['status'], indent=2))"
+  block status-legacy;  run "expdna run --record --output-dir out -- python legacy.py --lr 0.1"
+  block status-term;    run "sh signal_after.sh TERM expdna run --record --output-dir out -- python sleepy.py"
+  block status-kill;    run "sh signal_after.sh KILL python sleepy.py"
+  block status-runs;    run "expdna runs"; run "expdna runs --where status.state=failed"
+  sleep 1.1
+  block status-unfinished; run "EXPDNA_UNFINISHED_AFTER=1 expdna runs --where status.state=running"; run "EXPDNA_UNFINISHED_AFTER=1 expdna fsck"
+  DNA=$(python -c "import glob, json; print(next(d for d in (json.load(open(p)) for p in glob.glob('out/manifest_*.json')) if d['status']['state'] == 'completed')['dna']['value'][:12])")
+  block status-stability; run "expdna stability $DNA"
+)
+
+# ---- Ray (a two-node cluster on this machine: slow, so only with EXPDNA_DOCS_RAY=1) ------
+if [ "${EXPDNA_DOCS_RAY:-0}" = 1 ]; then
+  block ray;        run "python ray_two_nodes.py"
+fi

@@ -4,6 +4,7 @@ The pages link to files of the repository outside ``docs/`` (``../../examples/tr
 so that they work where Markdown is read in the repository; a built site has no such files,
 so those links become the path in code, never a broken link. A link to a section of one of
 the old single pages (``guide.md#5-redaction``) goes to the page that now holds that section.
+A block of output marked as recorded (not replayed by the docs tools) gets a line saying so.
 """
 
 from __future__ import annotations
@@ -33,7 +34,28 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
             path = f"docs/{posixpath.normpath(posixpath.join(here, url))}/"
         return text if text.strip("`") == path.rstrip("/") else f"{text} (`{path}`)"
 
-    return _moved_links(_LINK.sub(outside, markdown), page, config)
+    return _recorded_notes(_moved_links(_LINK.sub(outside, markdown), page, config), page)
+
+
+# A block of output that no transcript checks says so on the site (docs/tools/fill_docs.py).
+_RECORDED = re.compile(
+    r"^(?P<indent> *)<!-- (?:out:[\w-]+.* recorded=|recorded:)(?P<on>\d{4}-\d\d-\d\d) -->$",
+    re.M,
+)
+_RECORDED_NOTE = {
+    "en": "*Recorded on {on}; not rerun by the docs test.*",
+    "zh": "*记录于 {on}；文档测试不会重跑。*",
+}
+
+
+def _recorded_notes(markdown: str, page: Any) -> str:
+    note = _RECORDED_NOTE.get(page.file.src_uri.partition("/")[0], _RECORDED_NOTE["en"])
+
+    def with_note(match: re.Match[str]) -> str:
+        indent = match["indent"]
+        return f"{indent}{note.format(on=match['on'])}\n\n{match.group(0)}"
+
+    return _RECORDED.sub(with_note, markdown)
 
 
 # A link to a section of an old single page is sent to the page that now has it.

@@ -18,6 +18,7 @@ OWN: dict[str, tuple[str, ...]] = {
         "integrations/ray.md",
         "concepts/store.md",
         "commands/stability.md",
+        "run-status.md",
     ),
     "frameworks": ("integrations/frameworks.md",),
 }

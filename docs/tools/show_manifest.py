@@ -3,6 +3,8 @@
     python show_manifest.py [-1] FILE [DOTTED.PATH ...]
 
 Without paths: the whole manifest, each inline patch cut after its first three lines.
+Either way ``environment.packages`` (every installed distribution, about 160 in the docs'
+venv) shows a few well-known ones and how many more there are.
 With paths: each path's value (one path: the value alone; several: an object keyed by
 path). Lists of plain values are written on one line, so listings stay readable.
 With -1: the values on one line, as JSON, separated by two spaces.
@@ -26,6 +28,18 @@ def render(value: Any, indent: int = 0) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+#: The packages shown of ``environment.packages``; the rest is counted.
+SHOWN_PACKAGES = ("torch", "accelerate", "expdna", "numpy", "ray", "transformers")
+
+
+def shorten_packages(doc: Any) -> None:
+    packages = (doc.get("environment") or {}).get("packages")
+    if isinstance(packages, dict) and len(packages) > len(SHOWN_PACKAGES) + 2:
+        kept = {name: packages[name] for name in SHOWN_PACKAGES if name in packages}
+        kept["..."] = f"({len(packages) - len(kept)} more)"
+        doc["environment"]["packages"] = kept
+
+
 def pick(doc: Any, path: str) -> Any:
     for part in path.split("."):
         doc = doc[int(part)] if isinstance(doc, list) else doc[part]
@@ -44,6 +58,7 @@ def main() -> None:
         if patch.get("text"):
             lines = patch["text"].split("\n")
             patch["text"] = "\n".join(lines[:3]) + f"\n…({len(lines) - 3} more lines)…"
+    shorten_packages(doc)
     paths = args[1:]
     if one_line:
         print("  ".join(json.dumps(pick(doc, path), ensure_ascii=False) for path in paths))

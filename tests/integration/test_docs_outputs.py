@@ -5,6 +5,11 @@ commands; every page block filled from it (``<!-- out:NAME -->``, English and Ch
 equal that output once run ids, times, digests and DNA values are normalised. Only values are
 normalised: a line more or less, another field, another word fails. After a change of
 output, ``sh docs/tools/regen.sh`` refreshes every page.
+
+No block of real output goes unmarked: each shell block that shows what a command printed
+carries a marker (``out:NAME``, made by the transcript that fills its page, or
+``recorded:DATE`` / ``recorded=DATE``, which the site shows as not rerun), read without
+running anything.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "docs" / "tools"))
+TOOLS = REPO / "docs" / "tools"
+sys.path.insert(0, str(TOOLS))
 import fill_docs  # noqa: E402
 import pages  # noqa: E402
 
@@ -100,3 +106,91 @@ def test_a_changed_output_fails(transcript: tuple[dict[str, list[str]], str]) ->
     fresh = normalised(blocks["diff-lr"], demo)
     assert normalised(blocks["diff-lr"][:-2] + blocks["diff-lr"][-1:], demo) != fresh
     assert normalised([ln.replace("INFO", "WARN") for ln in blocks["diff-lr"]], demo) != fresh
+
+
+#: Each transcript's scripts (with the ones it sources): their ``block NAME`` lines.
+_SCRIPTS = {
+    "guide": ("transcript.sh", "config_demo.sh"),
+    "integration": ("integration_transcript.sh",),
+    "frameworks": ("frameworks_transcript.sh",),
+}
+#: Markers that say where a block comes from: fill_docs' own, and integration_transcript's
+#: ``code:NAME`` (a script the page shows and the transcript runs).
+_CODE = re.compile(r"^ *<!-- code:[\w.]+ -->$")
+
+
+def made_by(transcript: str) -> set[str]:
+    names: set[str] = set()
+    for script in _SCRIPTS[transcript]:
+        names |= set(re.findall(r"\bblock ([\w-]+)", (TOOLS / script).read_text("utf-8")))
+    return names
+
+
+def fenced(page: Path) -> list[tuple[int, str, list[str]]]:
+    """``(line number, the line before the fence, the block's lines)`` of every fence."""
+    lines = page.read_text(encoding="utf-8").split("\n")
+    found = []
+    i = 0
+    while i < len(lines):
+        if lines[i].lstrip().startswith("```"):
+            end = i + 1
+            while end < len(lines) and not lines[end].lstrip().startswith("```"):
+                end += 1
+            found.append((i + 1, lines[i - 1] if i else "", lines[i + 1 : end]))
+            i = end
+        i += 1
+    return found
+
+
+def shows_output(body: list[str]) -> bool:
+    """A shell block with real output: a ``$ `` command followed by a line it printed."""
+    command = continued = False
+    for line in body:
+        text = line.strip()
+        if text.startswith("$ "):
+            command, continued = True, text.endswith("\\")
+        elif continued:
+            continued = text.endswith("\\")
+        elif command and text and not text.startswith("#"):
+            return True
+    return False
+
+
+def all_pages() -> dict[str, list[Path]]:
+    return {name: pages.pages(name) for name in _SCRIPTS}
+
+
+def test_every_block_of_real_output_is_marked() -> None:
+    unmarked = [
+        f"{page.relative_to(REPO)}:{number}"
+        for found in all_pages().values()
+        for page in found
+        for number, before, body in fenced(page)
+        if shows_output(body) and not (fill_docs.MARK.match(before) or _CODE.match(before))
+    ]
+    assert unmarked == [], (
+        "blocks of real output without a marker (docs/tools/README.md): " + ", ".join(unmarked)
+    )
+
+
+def test_each_filled_block_is_made_by_its_pages_transcript() -> None:
+    # fill_docs keeps a block its transcript lacks as it was: such a block is never refreshed.
+    orphans = []
+    for transcript, found in all_pages().items():
+        names = made_by(transcript)
+        for page in found:
+            for mark, _ in documented(page):
+                if mark["name"] not in names:
+                    orphans.append(f"{page.relative_to(REPO)}: out:{mark['name']}")
+    assert orphans == [], "blocks no transcript makes: " + ", ".join(orphans)
+
+
+def test_the_markers_are_told_apart() -> None:
+    # A recorded block is never refilled; an opt-in one keeps its date until it is rerun.
+    assert fill_docs.MARK.match("<!-- recorded:2026-12-01 -->")["recorded"] == "2026-12-01"
+    opt_in = fill_docs.MARK.match("<!-- out:bench-data recorded=2026-12-01 -->")
+    assert opt_in["name"] == "bench-data" and opt_in["on"] == "2026-12-01"
+    assert fill_docs.body_for(fill_docs.MARK.match("<!-- recorded:2026-12-01 -->"), {}) is None
+    assert not shows_output(["$ pip install expdna", "$ expdna --help  # all commands"])
+    assert not shows_output(["$ expdna generate \\", "    -o m.json"])
+    assert shows_output(["$ expdna fsck", "checked 5 objects"])

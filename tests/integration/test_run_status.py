@@ -30,6 +30,10 @@ end = os.environ.get("END", "ok")  # not an argument: every ending is one setup,
 if end == "start-only":
     run = expdna.start(args, output_dir=out)
     raise ValueError("bad batch: token=ghp_" + "a" * 36)
+if end == "start-kill":  # recorded at start, with no SQLAlchemy in this process
+    run = expdna.start(args, output_dir=out)
+    print(run.run_id, any(m.startswith("sqlalchemy") for m in sys.modules), flush=True)
+    os.kill(os.getpid(), 9)
 
 with expdna.track(args, output_dir=out) as run:
     run.log_final(val_loss={"ok": 0.5, "crash": 9.0, "hang": 7.0}.get(end, 0.6))
@@ -120,12 +124,15 @@ def test_each_ending_is_recorded_and_only_completed_runs_pool(repo: Path, tmp_pa
     # The store holds all three, each with its state, selectable with --where.
     listed = {r["run_id"]: r["state"] for r in runs(tmp_path, repo)}
     assert listed == {rid: doc["status"]["state"] for rid, doc in docs.items()}
+    # twins reads through the stdlib read layer (expdna.store.index.read): the same states
+    twins = json.loads(expdna(tmp_path, repo, "twins", "--json", next(iter(docs))).stdout)
+    assert {r["run_id"]: r["state"] for r in twins} == listed
     failed_ids = {r["run_id"] for r in runs(tmp_path, repo, "--where", "status.state=failed")}
     assert failed_ids == {d["run_id"] for d in failed}
     by_type = runs(tmp_path, repo, "--where", "status.error.type=RuntimeError")
     crash_id = next(d["run_id"] for d in failed if d["status"]["error"]["type"] == "RuntimeError")
     assert [r["run_id"] for r in by_type] == [crash_id]
-    # recorded at add_runtime while running; its end came as a status log entry
+    # recorded by start() while running (the store existed); its end came as a status entry
     assert "state      failed" in expdna(tmp_path, repo, "show", crash_id).stdout
 
     # stability: the completed run alone; the failed ones are named as left out.
@@ -170,6 +177,11 @@ def test_a_killed_run_stays_running_and_shows_unfinished(repo: Path, tmp_path: P
     run_id = _wait_recorded(tmp_path, repo, killed)
     killed.send_signal(signal.SIGKILL)
     killed.wait(30)
+    # start() alone, then SIGKILL: the store exists now, and start() recorded the run.
+    bare = train(tmp_path, repo, "start-kill")
+    assert bare.returncode == -signal.SIGKILL, bare.stderr
+    bare_id, sqlalchemy = bare.stdout.split()
+    assert sqlalchemy == "False"
     # expdna run passes SIGTERM on to the hooked command (which joined its run) and exits
     # as a shell reports a death by signal.
     termed = subprocess.Popen(
@@ -184,29 +196,36 @@ def test_a_killed_run_stays_running_and_shows_unfinished(repo: Path, tmp_path: P
     assert termed.wait(30) == 128 + signal.SIGTERM
 
     docs = manifests(tmp_path)
-    assert docs[run_id]["status"]["state"] == "running"
-    assert docs[run_id]["status"]["ended_at"] is None
+    for killed_id in (run_id, bare_id):
+        assert docs[killed_id]["status"]["state"] == "running"
+        assert docs[killed_id]["status"]["ended_at"] is None
     assert docs[term_id]["status"]["state"] == "interrupted"
     assert docs[term_id]["status"]["signal"] == "SIGTERM"
 
     states = {r["run_id"]: (r["state"], r["unfinished"]) for r in runs(tmp_path, repo)}
-    assert states == {run_id: ("running", False), term_id: ("interrupted", False)}
+    assert states == {
+        run_id: ("running", False),
+        bare_id: ("running", False),
+        term_id: ("interrupted", False),
+    }
     time.sleep(0.2)
     old = {
         r["run_id"]: r["unfinished"] for r in runs(tmp_path, repo, EXPDNA_UNFINISHED_AFTER="0.1")
     }
-    assert old == {run_id: True, term_id: False}
+    assert old == {run_id: True, bare_id: True, term_id: False}
     table = expdna(tmp_path, repo, "runs", EXPDNA_UNFINISHED_AFTER="0.1").stdout
-    assert [line.split()[3] for line in table.splitlines()[1:]] == ["interrupted", "unfinished"]
+    shown = sorted(line.split()[3] for line in table.splitlines()[1:])
+    assert shown == ["interrupted", "unfinished", "unfinished"]
     fsck = expdna(tmp_path, repo, "fsck", "--json", EXPDNA_UNFINISHED_AFTER="0.1")
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
-    assert json.loads(fsck.stdout)["unfinished"] == [run_id]
+    assert sorted(json.loads(fsck.stdout)["unfinished"]) == sorted([run_id, bare_id])
 
-    # The killed run is not pooled: no completed run of its DNA has reported a metric.
+    # The killed runs are not pooled: no completed run of their DNA has reported a metric.
     dna = docs[run_id]["dna"]["value"]
+    assert docs[bare_id]["dna"]["value"] == dna
     spread = expdna(tmp_path, repo, "stability", "--json", dna[:12])
     assert spread.returncode == 1
-    assert json.loads(spread.stdout)["left_out"] == {run_id: "running"}
+    assert json.loads(spread.stdout)["left_out"] == {run_id: "running", bare_id: "running"}
 
 
 def test_expdna_run_records_the_exit_code_of_an_unedited_command(

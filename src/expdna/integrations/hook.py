@@ -24,7 +24,11 @@ that writes nothing but knows the run id and DNA once rank 0 has them
 The manifest says how the run ended (its ``status`` section, outside the DNA): ``start``
 writes the file at once with ``running``, ``finish`` (or leaving ``track``) sets
 ``completed``, ``failed`` with the exception, or ``interrupted``; a process that ends
-without ``finish`` is finished as it ended (:mod:`expdna.integrations.exits`). Under
+without ``finish`` is finished as it ended (:mod:`expdna.integrations.exits`). An
+existing store gets the ``running`` record at ``start`` too, through the log writer, so a
+SIGKILLed run is in the store as ``running`` (``unfinished`` once old); a run on Ray or
+under ``torch.distributed`` is recorded at ``add_runtime``, whose topology is in its
+DNA. Under
 ``expdna run`` the hook joins the run that command made (:mod:`expdna.integrations.joined`).
 """
 
@@ -118,6 +122,8 @@ class RunHandle:
     _ended: bool = field(default=False, repr=False)
     #: Joined a run ``expdna run`` made: write its file at ``path``, record nothing.
     _joined: bool = field(default=False, repr=False)
+    #: Recorded by ``start`` (``add_runtime`` then keeps the recorded runtime).
+    _recorded_at_start: bool = field(default=False, repr=False)
 
     @property
     def dna(self) -> str | None:
@@ -152,6 +158,10 @@ class RunHandle:
             if self.peers is not None and self.peers.layout.leads_node:
                 self._post_node()
             return self
+        if self._recorded_at_start and "ray" not in sys.modules:
+            # start() recorded the run with its runtime, and no Ray since: nothing to add.
+            self._save()
+            return self
         from expdna.integrations.topology import FINGERPRINTS, with_note, with_runtime
 
         current = self.manifest
@@ -168,6 +178,11 @@ class RunHandle:
             ),
             (2 if self.peers is None else 3) * self.deadline_s + 1.0,
         )
+        if updated is not None and self._recorded_at_start and updated.dna != current.dna:
+            self._warn(
+                "Ray was imported after start() recorded the run: the store keeps the run "
+                "as it started, without the Ray topology (import ray before start())"
+            )
         if updated is not None:
             self.manifest = updated
             status = updated.collection.collectors.get(FINGERPRINTS)
@@ -214,6 +229,26 @@ class RunHandle:
             else:
                 self._recorded = True
         self._warn_all(tell(self.links, self.manifest, self.deadline_s))
+
+    def _record_at_start(self) -> None:
+        """Record the run as it starts (``running``), so a SIGKILLed process is in the
+        store too: only into a store the log writer can take (no SQLAlchemy here,
+        :mod:`expdna.store.deferred`), and only where ``add_runtime`` cannot change the
+        DNA (no Ray imported, no ``torch.distributed`` peers: their runs are recorded at
+        ``add_runtime``, as before)."""
+        assert self.manifest is not None
+        if self.peers is not None or "ray" in sys.modules:
+            return
+        from expdna.store.deferred import usable
+
+        target = self.store.target
+        if not (isinstance(target, StoreConfig) and usable(target)):
+            return  # a new store is created at the first later record, through its index
+        warning = self.store.record(self.manifest)
+        if warning:
+            self._warn(warning)
+        else:
+            self._recorded = self._recorded_at_start = True
 
     def _write(self) -> None:
         """Write the manifest file (when there is an output dir, or a joined run's path)."""
@@ -471,6 +506,7 @@ def _begin(handle: RunHandle) -> None:
     """Write the manifest now (status ``running``), so a process that dies leaves it, and
     end the run with the process if ``finish`` never comes."""
     handle._write()
+    handle._record_at_start()
     exits.watch(handle)
 
 
