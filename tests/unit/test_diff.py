@@ -402,3 +402,17 @@ def test_a_manifest_of_an_older_dna_version_is_named_with_its_own_dna(tmp_path: 
         f"expdna: note: {tmp_path / 'b.json'}: its DNA {short(old.dna.value)} is version 2; "
         "compared in version 3"
     ) in done.stderr
+
+
+def test_a_leaf_only_the_second_run_has_is_in_the_dna_only_if_its_value_counts() -> None:
+    # generate records no torch state; the hook records determinism facts. initial_seed is
+    # outside the DNA (random in every unseeded process), num_threads inside it: the
+    # containers both leaves bring along must not make initial_seed count.
+    loaded = {"determinism": {"initial_seed": 1234, "num_threads": 4}}
+    a = make()
+    b = make(environment__framework={"torch": {"loaded": loaded}})
+    flags = {c.path: c.in_dna for c in diff_manifests(a, b).changes}
+    seed = "environment.framework.torch.loaded.determinism.initial_seed"
+    threads = "environment.framework.torch.loaded.determinism.num_threads"
+    assert flags[seed] is False
+    assert flags[threads] is True

@@ -284,8 +284,16 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
             pass  # what the DNA leaves out, or which sections are unknown: any section
         elif section not in sections or sections[section].equal:
             return False
-        edited = _with_leaf(doc_a, keys, _get(doc_b, keys))
-        return compute_dna(unkeyed(edited)).value != dna_a.value
+        edited = compute_dna(unkeyed(_with_leaf(doc_a, keys, _get(doc_b, keys)))).value
+        if edited == dna_a.value:
+            return False
+        if _get(doc_a, keys) is not None:
+            return True
+        # A leaf a lacks may bring containers a lacks too (a hook's determinism facts where
+        # generate had none): those alone can move the DNA, so it is the leaf's own value
+        # that must count, against the same containers without it.
+        bare = compute_dna(unkeyed(_with_leaf(doc_a, keys, None))).value
+        return edited != bare
 
     explained = _explanations(changed, doc_a, doc_b)
     changes = []
