@@ -130,3 +130,25 @@ def test_every_read_command_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path)
     export = ["export", "--parquet", str(tmp_path / "runs.parquet")]
     _, loaded = _loaded_by(export, store_dir, ("sqlalchemy", "alembic", "pydantic"))
     assert loaded == []
+
+
+def test_explain_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path) -> None:
+    # The fleet is read in bulk through the read layer; only numpy and scipy come in.
+    store_dir = tmp_path / "store"
+    with Store.open(store_dir) as store:
+        record_docs(store, *(synthetic_doc(i) for i in range(4)))
+    args = ["explain", "--status", "failed", "--where", "training.algorithm=grpo", "--json"]
+    code = (
+        "import sys\n"
+        "from expdna.cli import cli\n"
+        "try:\n"
+        f"    cli({args!r}, prog_name='expdna')\n"
+        "except SystemExit as exc:\n"
+        "    print('exit', exc.code, file=sys.stderr)\n"
+        "print([m for m in ('sqlalchemy', 'alembic') if m in sys.modules], file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env["EXPDNA_STORE"] = str(store_dir)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert '"runs": 4' in done.stdout, done.stderr  # it read the fleet
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

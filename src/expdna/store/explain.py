@@ -27,13 +27,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from expdna.errors import InvalidInputError
-from expdna.store.index.bulk import chunks
-from expdna.store.queries import Filter, filtered
+from expdna.store.index.chunks import chunks
+from expdna.store.queries import Filter, conditions
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
-
     from expdna.store.facade import Store
+    from expdna.store.index.read import Reader
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +102,11 @@ def _packages(listing: bytes) -> dict[str, str]:
 def setup_runs(store: Store, ref: str) -> str:
     """The setup digest of the run ``ref`` names (filled in by ``expdna db upgrade`` for a
     run recorded before setup digests; computed from its manifest meanwhile)."""
-    from sqlalchemy import select
-
-    from expdna.store.index.models import Run
-
     record = store.get(ref)
-    with store.index.read() as conn:
-        found = conn.execute(select(Run.setup).where(Run.run_id == record.run_id)).scalar()
+    with store.reads.read() as reader:
+        found = reader.scalar(
+            "SELECT setup FROM runs WHERE run_id = :run_id", {"run_id": record.run_id}
+        )
     if found is not None:
         return str(found)
     from expdna.manifest.family import setup_of
@@ -117,13 +114,11 @@ def setup_runs(store: Store, ref: str) -> str:
     return setup_of(store.show(record.run_id), version=record.dna_version)
 
 
-def _aggregated(conn: Connection, column: Any) -> Any:
-    """``column``'s values of a group as one comma-separated text."""
-    from sqlalchemy import Text, cast, func
-
-    if conn.dialect.name == "postgresql":
-        return func.string_agg(cast(column, Text), ",")
-    return func.group_concat(column)
+def _aggregated(dialect: str, column: str) -> str:
+    """SQL for ``column``'s values of a group as one comma-separated text."""
+    if dialect == "postgresql":
+        return f"string_agg(CAST({column} AS TEXT), ',')"
+    return f"group_concat({column})"
 
 
 def _lists(rows: Iterable[Any]) -> tuple[Codes, Codes, Codes]:
@@ -141,19 +136,14 @@ def _lists(rows: Iterable[Any]) -> tuple[Codes, Codes, Codes]:
 
 
 def _grouped(
-    conn: Connection, table: Any, key: Any, keys: Sequence[int]
+    reader: Reader, dialect: str, table: str, key: str, keys: Sequence[int]
 ) -> tuple[Codes, Codes, Codes]:
     """Per key of ``keys``: the ``value_id`` of ``table`` rows, one aggregated row a key."""
-    from sqlalchemy import select
-
-    parts = [
-        _lists(
-            conn.execute(
-                select(key, _aggregated(conn, table.value_id)).where(key.in_(batch)).group_by(key)
-            )
-        )
-        for batch in chunks(keys, _PER_STATEMENT)
-    ]
+    sql = (
+        f"SELECT {key}, {_aggregated(dialect, 'value_id')} FROM {table} "
+        f"WHERE {key} IN :keys GROUP BY {key}"
+    )
+    parts = [_lists(reader.rows(sql, {"keys": batch})) for batch in chunks(keys, _PER_STATEMENT)]
     if not parts:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
@@ -171,50 +161,43 @@ def read_fleet(
 ) -> Fleet:
     """The runs of ``setup`` matching ``filters``, with the outcome: ``metric``'s value, or
     whether ``status.state`` is ``state``."""
-    from sqlalchemy import select
-
-    from expdna.store.index.models import (
-        Fact,
-        FactPath,
-        FactSetMember,
-        FactValue,
-        Metric,
-        Run,
-        RunFactSet,
-    )
-
     if setup is None and not filters:
         raise InvalidInputError("give the runs to explain: --same-setup RUN or --where PATH=VALUE")
-    with store.index.read() as conn:
-        stmt = filtered(conn, select(Run.id, Run.run_id, Run.state), filters=filters)
-        if stmt is None:
+    dialect = store.reads.dialect
+    with store.reads.read() as reader:
+        where = conditions(reader, filters=filters)
+        if where is None:
             return Fleet([], [], {}, setup)
+        sql, params = where.sql, dict(where.params)
         if setup is not None:
-            stmt = stmt.where(Run.setup == setup)
-        rows = conn.execute(stmt.order_by(Run.id)).all()
-        chosen = stmt.with_only_columns(Run.id).scalar_subquery()
+            sql, params["setup"] = f"({sql}) AND runs.setup = :setup", setup
+        rows = reader.rows(
+            f"SELECT runs.id, runs.run_id, runs.state FROM runs WHERE {sql} ORDER BY runs.id",
+            params,
+        )
+        chosen = f"SELECT runs.id FROM runs WHERE {sql}"
         values: dict[int, float] = {}
         if metric is not None:
             values = {
                 int(pk): float(value)
-                for pk, value in conn.execute(
-                    select(Metric.run_pk, Metric.value).where(
-                        Metric.name == metric, Metric.run_pk.in_(chosen)
-                    )
+                for pk, value in reader.rows(
+                    "SELECT run_pk, value FROM metrics "
+                    f"WHERE name = :explained_metric AND run_pk IN ({chosen})",
+                    {**params, "explained_metric": metric},
                 )
             }
         pks = np.array([int(pk) for pk, _, _ in rows], dtype=np.int64)
         run_keys, set_counts, set_ids = _lists(
-            conn.execute(
-                select(RunFactSet.run_pk, _aggregated(conn, RunFactSet.set_id))
-                .where(RunFactSet.run_pk.in_(chosen))
-                .group_by(RunFactSet.run_pk)
+            reader.rows(
+                f"SELECT run_pk, {_aggregated(dialect, 'set_id')} FROM run_fact_sets "
+                f"WHERE run_pk IN ({chosen}) GROUP BY run_pk",
+                params,
             )
         )
         links = np.stack([np.repeat(run_keys, set_counts), set_ids], axis=1)
-        cells = _cells(conn, pks, links, FactSetMember, Fact)
+        cells = _cells(reader, dialect, pks, links)
         ids = np.flatnonzero(np.bincount(cells[1])) if len(cells[1]) else cells[1]
-        texts = _texts(conn, ids, FactValue, FactPath)
+        texts = _texts(reader, ids)
     runs = [str(run_id) for _, run_id, _ in rows]
     outcome: list[float | None]
     if state is not None:
@@ -245,34 +228,33 @@ def _expand(positions: Codes, links: Codes, keys: Codes, counts: Codes, flat: Co
     return np.repeat(positions[found], lengths), flat[np.repeat(starts[where], lengths) + offsets]
 
 
-def _cells(conn: Connection, pks: Codes, links: Codes, members: Any, own: Any) -> Cells:
+def _cells(reader: Reader, dialect: str, pks: Codes, links: Codes) -> Cells:
     """(run position, value id) of every fact the runs hold, less the members of the sets
     every run links to (the same for all of them)."""
     count = len(pks)
     sets, holders = np.unique(links[:, 1], return_counts=True)
     shared = holders[np.searchsorted(sets, links[:, 1])] == count
     varying = links[~shared]
-    keys, counts, flat = _grouped(conn, members, members.set_id, sets[holders < count].tolist())
+    keys, counts, flat = _grouped(
+        reader, dialect, "fact_set_members", "set_id", sets[holders < count].tolist()
+    )
     set_runs, set_values = _expand(
         np.searchsorted(pks, varying[:, 0]), varying[:, 1], keys, counts, flat
     )
-    keys, counts, flat = _grouped(conn, own, own.run_pk, pks.tolist())
+    keys, counts, flat = _grouped(reader, dialect, "facts", "run_pk", pks.tolist())
     own_runs = np.repeat(np.searchsorted(pks, keys), counts)
     return np.concatenate([set_runs, own_runs]), np.concatenate([set_values, flat])
 
 
-def _texts(conn: Connection, ids: Codes, values: Any, paths: Any) -> tuple[list[str], list[str]]:
+def _texts(reader: Reader, ids: Codes) -> tuple[list[str], list[str]]:
     """The path and the value text of each id of ``ids`` (sorted), as two lists."""
-    from sqlalchemy import select
-
+    sql = (
+        "SELECT fact_values.id, fact_paths.path, fact_values.value FROM fact_values "
+        "JOIN fact_paths ON fact_paths.id = fact_values.path_id WHERE fact_values.id IN :ids"
+    )
     found: dict[int, tuple[str, str]] = {}
     for batch in chunks(ids.tolist(), _PER_STATEMENT):
-        stmt = (
-            select(values.id, paths.path, values.value)
-            .join(paths, paths.id == values.path_id)
-            .where(values.id.in_(batch))
-        )
-        found.update((int(i), (str(p), str(v))) for i, p, v in conn.execute(stmt))
+        found.update((int(i), (str(p), str(v))) for i, p, v in reader.rows(sql, {"ids": batch}))
     pairs = [found[i] for i in ids.tolist()]
     return [p for p, _ in pairs], [v for _, v in pairs]
 
