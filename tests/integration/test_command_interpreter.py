@@ -19,6 +19,7 @@ import pytest
 
 from expdna.api import collect, generate
 from expdna.collectors.interpreter import same_environment
+from expdna.compare.rerun import expand_home
 from tests.factories import EXPDNA, git
 
 WHEEL_NAME = "tinyprobe_pkg"
@@ -123,7 +124,7 @@ def test_the_same_environment_is_not_probed(tmp_path: Path) -> None:
         probe_interpreter=True,
     )
     assert "notes" not in manifest.to_dict()["collection"]["collectors"]["environment"]
-    assert manifest.to_dict()["environment"]["python_executable"] == sys.executable
+    assert expand_home(manifest.to_dict()["environment"]["python_executable"]) == sys.executable
 
 
 def test_a_venv_is_another_environment_though_its_python_is_a_symlink(
@@ -203,7 +204,7 @@ def test_the_hook_is_never_probed(other_python: Path, tmp_path: Path) -> None:
     # In the hook the process is the command's interpreter: what argv says is not asked.
     repo = _checkout(tmp_path)
     manifest = collect([str(other_python), "train.py"], cwd=repo, collectors=["environment"])
-    assert manifest.to_dict()["environment"]["python_executable"] == sys.executable
+    assert expand_home(manifest.to_dict()["environment"]["python_executable"]) == sys.executable
 
 
 def test_expdna_run_records_and_runs_under_the_other_interpreter(
