@@ -20,6 +20,7 @@ from blake3 import blake3
 
 import expdna
 from expdna.collectors import CollectContext, Collector, default_registry
+from expdna.compare.rerun import expand_home
 from expdna.integrations import RunHandle, start, track
 from expdna.integrations.recording import guarded
 from expdna.manifest import compute_dna, load_manifest
@@ -208,7 +209,9 @@ def test_the_caller_file_finds_the_project_repo_not_the_cwd(repo: Path, tmp_path
     assert list(manifest.code) == ["proj"]
     assert manifest.code["proj"].commit == git(repo, "rev-parse", "HEAD")
     # The command a shell can run: the interpreter too (sys.orig_argv), not sys.argv alone.
-    assert manifest.command.argv == [sys.executable, str(script), str(tmp_path / "out")]
+    # (a path under $HOME is recorded as ~/...: expanded as rerun expands it)
+    argv = [expand_home(word) for word in manifest.command.argv]
+    assert argv == [sys.executable, str(script), str(tmp_path / "out")]
     assert manifest.config.resolved_args == {"lr": 1}
     assert result["heavy"] == []  # no Ray, no store: the hook imports nothing heavy
     assert done.stderr == ""  # no warning: an unconfigured logger would print it here
