@@ -363,13 +363,3 @@ def parse_where(text: str) -> Filter:
             "e.g. hardware.gpus.vbios_version=96.00.89.00.01"
         )
     return Filter((path,), value)
-
-
-def __getattr__(name: str) -> Any:
-    # The SQLAlchemy forms of these queries, for the web view and explain, which build
-    # their own selects: loaded on use, so a query never imports SQLAlchemy.
-    if name in ("filtered", "SUMMARY_COLUMNS"):
-        from expdna.store.index import selects
-
-        return getattr(selects, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
