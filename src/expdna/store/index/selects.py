@@ -1,5 +1,5 @@
 """The conditions of :mod:`expdna.store.queries` inside SQLAlchemy selects, for code that
-builds its own statements over ``runs`` (the web view, explain): the condition is the read
+builds its own statements over ``runs`` (the web view): the condition is the read
 layer's SQL text, so a filter is written once whichever way it is run."""
 
 from __future__ import annotations
