@@ -132,6 +132,15 @@ def test_row_groups_pages_and_an_empty_file() -> None:
     assert empty.num_rows == 0 and empty.schema == arrow_schema(columns)
 
 
+@pytest.mark.parametrize("page_bytes", [1, 1 << 20])
+def test_columns_of_nulls_only(page_bytes: int) -> None:
+    columns = [Column(kind, kind) for kind in ARROW]  # type: ignore[arg-type]
+    data = written(columns, [{c.name: [None] * 20 for c in columns}], page_bytes=page_bytes)
+    table = pq.read_table(io.BytesIO(data))
+    assert table.schema == arrow_schema(columns)
+    assert table.to_pylist() == [dict.fromkeys(ARROW)] * 20
+
+
 def test_a_value_longer_than_a_page() -> None:
     big = "λ" * 5000
     data = written([Column("s", "string")], [{"s": [big, None, "a"]}], page_bytes=100)

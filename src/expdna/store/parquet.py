@@ -23,10 +23,12 @@ Column kinds and the Python values they take (``None`` for a null, in a nullable
 
 from __future__ import annotations
 
+import operator
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from itertools import chain, compress, repeat
 from types import TracebackType
 from typing import Any, BinaryIO, Literal
 
@@ -53,7 +55,8 @@ _PHYSICAL: dict[str, int] = {
     "boolean": _BOOLEAN,
     "timestamp": _INT64,
 }
-#: Fixed-width kind -> bytes a PLAIN value takes (booleans: one bit).
+#: Fixed-width kind -> the struct code of its PLAIN values, and the bytes one takes.
+_CODE = {"int32": "i", "int64": "q", "double": "d", "timestamp": "q"}
 _WIDTH: dict[str, float] = {
     "int32": 4,
     "int64": 8,
@@ -62,6 +65,10 @@ _WIDTH: dict[str, float] = {
     "timestamp": 8,
 }
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_U32 = struct.Struct("<I").pack
+#: Eight definition levels -> the byte they bit-pack to, filled as met.
+_PACKED: dict[bytes, int] = {}
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -179,29 +186,34 @@ def levels(defined: bytes) -> bytes:
             i = end
             continue
         group = defined[i : i + 8]
-        packed.append(sum(bit << k for k, bit in enumerate(group)))
+        byte = _PACKED.get(group)
+        if byte is None:
+            byte = _PACKED[group] = sum(bit << k for k, bit in enumerate(group))
+        packed.append(byte)
         i += 8
     if packed:
         out += varint(len(packed) << 1 | 1) + packed
-    return struct.pack("<I", len(out)) + out
+    return _U32(len(out)) + out
 
 
 def _micros(value: datetime) -> int:
-    aware = value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-    return (aware - _EPOCH) // _MICROSECOND
+    epoch = _NAIVE_EPOCH if value.utcoffset() is None else _EPOCH
+    return (value - epoch) // _MICROSECOND
+
+
+def _strings(values: Sequence[Any]) -> tuple[list[bytes], list[bytes]]:
+    """The values' UTF-8 lengths (4 bytes, little-endian) and UTF-8: PLAIN-encoded, each
+    length goes before its value."""
+    try:
+        raw = [value.encode() for value in values]
+    except AttributeError:
+        wrong = next(value for value in values if not isinstance(value, str))
+        raise TypeError(f"expected a str, got {type(wrong).__name__}") from None
+    return list(map(_U32, map(len, raw))), raw
 
 
 def _plain(kind: str, values: Sequence[Any]) -> bytes:
-    """The non-null ``values`` PLAIN-encoded."""
-    if kind == "string":
-        parts: list[bytes] = []
-        for value in values:
-            if not isinstance(value, str):
-                raise TypeError(f"expected a str, got {type(value).__name__}")
-            raw = value.encode()
-            parts.append(struct.pack("<I", len(raw)))
-            parts.append(raw)
-        return b"".join(parts)
+    """Non-null ``values`` of a fixed-width kind PLAIN-encoded."""
     if kind == "boolean":
         out = bytearray((len(values) + 7) // 8)
         for i, value in enumerate(values):
@@ -212,33 +224,40 @@ def _plain(kind: str, values: Sequence[Any]) -> bytes:
         return bytes(out)
     if kind == "timestamp":
         values = [_micros(value) for value in values]
-    code = {"int32": "i", "int64": "q", "double": "d", "timestamp": "q"}[kind]
-    return struct.pack(f"<{len(values)}{code}", *values)
+    return struct.pack(f"<{len(values)}{_CODE[kind]}", *values)
 
 
 # --- the file -------------------------------------------------------------------------
 
 
-def _page(column: Column, values: Sequence[Any]) -> bytes:
-    """One data page (v1): its header, the definition levels of a nullable column, then the
-    values that are not null."""
-    present = [value for value in values if value is not None]
-    if column.nullable:
-        body = levels(bytes(value is not None for value in values))
-    elif len(present) != len(values):
+def _pages(column: Column, values: Sequence[Any], page_bytes: int) -> Iterator[bytes]:
+    """``values`` as data pages (v1) of about ``page_bytes`` each: a page header, the
+    definition levels of a nullable column, then the values that are not null."""
+    rows = len(values)
+    defined = bytes(map(operator.is_not, values, repeat(None)))
+    present = list(compress(values, defined))
+    if not column.nullable and len(present) != rows:
         raise ValueError("a null in a column that holds none")
-    else:
-        body = b""
-    body += _plain(column.kind, present)
-    header = struct_bytes(
-        _i32(1, _DATA_PAGE),
-        _i32(2, len(body)),
-        _i32(3, len(body)),
-        _struct(
-            5, struct_bytes(_i32(1, len(values)), _i32(2, _PLAIN), _i32(3, _RLE), _i32(4, _RLE))
-        ),
-    )
-    return header + body
+    strings = column.kind == "string"
+    lengths, raw = _strings(present) if strings else ([], [])
+    size = 4 * len(raw) + sum(map(len, raw)) if strings else len(present) * _WIDTH[column.kind]
+    step = rows if size <= page_bytes else max(1, int(rows * page_bytes / size))
+    done = 0  # present values written
+    for first in range(0, rows, step):
+        page = defined[first : first + step]
+        count = page.count(1)
+        body = levels(page) if column.nullable else b""
+        if strings:
+            part = slice(done, done + count)
+            body += b"".join(chain.from_iterable(zip(lengths[part], raw[part], strict=True)))
+        else:
+            body += _plain(column.kind, present[done : done + count])
+        done += count
+        data_page = struct_bytes(_i32(1, len(page)), _i32(2, _PLAIN), _i32(3, _RLE), _i32(4, _RLE))
+        header = struct_bytes(
+            _i32(1, _DATA_PAGE), _i32(2, len(body)), _i32(3, len(body)), _struct(5, data_page)
+        )
+        yield header + body
 
 
 def _schema_element(column: Column) -> bytes:
@@ -289,7 +308,7 @@ class ParquetWriter:
         self._offset = 0
         self._write(MAGIC)
 
-    def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes | bytearray) -> None:
         self._out.write(data)
         self._offset += len(data)
 
@@ -315,7 +334,7 @@ class ParquetWriter:
                 chunks.append(self._column_chunk(column, data[column.name], body, start))
             except (TypeError, ValueError, struct.error) as exc:
                 raise type(exc)(f"column {column.name!r}: {exc}") from None
-        self._write(bytes(body))
+        self._write(body)
         self._row_groups.append(
             struct_bytes(
                 _list(1, _T_STRUCT, chunks),
@@ -333,8 +352,8 @@ class ParquetWriter:
         """Append ``values`` to ``body`` (which starts at ``offset`` in the file) as data
         pages; the ColumnChunk describing them."""
         start = offset + len(body)
-        for first, last in self._pages(column.kind, values):
-            body += _page(column, values[first:last])
+        for page in _pages(column, values, self._page_bytes):
+            body += page
         size = offset + len(body) - start
         meta = struct_bytes(
             _i32(1, _PHYSICAL[column.kind]),
@@ -347,23 +366,6 @@ class ParquetWriter:
             _i64(9, start),
         )
         return struct_bytes(_i64(2, 0), _struct(3, meta))
-
-    def _pages(self, kind: str, values: Sequence[Any]) -> list[tuple[int, int]]:
-        """Where ``values`` split into pages of about ``page_bytes`` each."""
-        if kind != "string":
-            step = max(1, int(self._page_bytes / _WIDTH[kind]))
-            return [(i, min(i + step, len(values))) for i in range(0, len(values), step)]
-        pages = []
-        first, size = 0, 0
-        for i, value in enumerate(values):
-            if isinstance(value, str):  # counted in characters: bytes would cost an encoding
-                size += 4 + len(value)
-            if size >= self._page_bytes:
-                pages.append((first, i + 1))
-                first, size = i + 1, 0
-        if first < len(values):
-            pages.append((first, len(values)))
-        return pages
 
     def close(self) -> None:
         """Write the footer; the file is complete. A second call does nothing."""
