@@ -154,8 +154,10 @@ def test_bad_rows_are_refused() -> None:
         writer.write_row_group({"i": [None], "s": ["x"]})
     with pytest.raises(TypeError, match="column 's'"):
         writer.write_row_group({"i": [1], "s": [3]})
-    with pytest.raises(struct.error, match="column 'i'"):
+    with pytest.raises(ValueError, match="column 'i'"):
         writer.write_row_group({"i": [2**31], "s": ["x"]})
+    with pytest.raises(ValueError, match="column 's': 'utf-8' codec can't encode"):
+        writer.write_row_group({"i": [1], "s": ["\ud800"]})  # a lone surrogate is no UTF-8
     with pytest.raises(ValueError, match="different lengths"):
         writer.write_row_group({"i": [1, 2], "s": ["x"]})
     with pytest.raises(ValueError, match="expected the columns"):

@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Literal
 Kind = Literal["string", "int32", "int64", "double", "boolean", "timestamp"]
 
 MAGIC = b"PAR1"
-#: A data page holds about this many bytes of values (one row group spans several pages).
+#: A data page holds about this many bytes of values: a larger column chunk spans several.
 PAGE_BYTES = 1 << 20
 
 # parquet.thrift's enums, the members used here.
@@ -118,9 +118,13 @@ def _i64(fid: int, value: int) -> Field:
     return fid, _T_I64, varint(zigzag(value))
 
 
-def _binary(fid: int, value: bytes | str) -> Field:
+def _binary_value(value: bytes | str) -> bytes:
     raw = value.encode() if isinstance(value, str) else value
-    return fid, _T_BINARY, varint(len(raw)) + raw
+    return varint(len(raw)) + raw
+
+
+def _binary(fid: int, value: bytes | str) -> Field:
+    return fid, _T_BINARY, _binary_value(value)
 
 
 def _bool(fid: int, value: bool) -> Field:
@@ -332,8 +336,10 @@ class ParquetWriter:
         for column in self._columns:
             try:
                 chunks.append(self._column_chunk(column, data[column.name], body, start))
-            except (TypeError, ValueError, struct.error) as exc:
-                raise type(exc)(f"column {column.name!r}: {exc}") from None
+            except (TypeError, ValueError, OverflowError, struct.error) as exc:
+                # a value the column cannot hold (a UnicodeEncodeError is a ValueError too)
+                kind = TypeError if isinstance(exc, TypeError) else ValueError
+                raise kind(f"column {column.name!r}: {exc}") from None
         self._write(body)
         self._row_groups.append(
             struct_bytes(
@@ -358,7 +364,7 @@ class ParquetWriter:
         meta = struct_bytes(
             _i32(1, _PHYSICAL[column.kind]),
             _list(2, _T_I32, _zigzag_list([_PLAIN, _RLE])),
-            _list(3, _T_BINARY, [_binary(0, column.name)[2]]),
+            _list(3, _T_BINARY, [_binary_value(column.name)]),
             _i32(4, _UNCOMPRESSED),
             _i64(5, len(values)),
             _i64(6, size),
