@@ -21,7 +21,6 @@ command <= 15x through the one read layer (expdna.store.index.read; issue #24).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -154,8 +153,6 @@ def main() -> None:
             "db current": ["db", "current"],
             "fsck": ["fsck"],
         }
-        if importlib.util.find_spec("pyarrow") is None:
-            del reads["export --parquet"]
         cases.update({f"expdna {name}": [expdna, *argv] for name, argv in reads.items()})
         figures = medians_s(cases, args.repeat, env, work)
 

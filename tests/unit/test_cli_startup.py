@@ -127,14 +127,12 @@ def test_every_read_command_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path)
         ["stability", run_id],
         ["db", "current"],
         ["fsck"],
+        ["export", "--parquet", str(tmp_path / "runs.parquet")],
     ]
     for args in reads:
-        _, loaded = _loaded_by(args, store_dir, NOT_FOR_LOCAL_QUERIES)
+        _, loaded = _loaded_by(args, store_dir, (*NOT_FOR_LOCAL_QUERIES, "pyarrow", "numpy"))
         assert loaded == [], args
-    # export needs pyarrow, and nothing of SQLAlchemy either
-    export = ["export", "--parquet", str(tmp_path / "runs.parquet")]
-    _, loaded = _loaded_by(export, store_dir, ("sqlalchemy", "alembic", "pydantic"))
-    assert loaded == []
+    assert (tmp_path / "runs.parquet").stat().st_size > 0  # export wrote Parquet, without pyarrow
 
 
 def test_explain_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path) -> None:

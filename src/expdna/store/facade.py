@@ -703,7 +703,7 @@ class Store:
     ) -> int:
         """One Parquet row per matching run (key fields, section digests, ``metric_<name>``
         columns, and a string column per manifest path in ``columns``), written atomically;
-        returns the number of rows. Needs pyarrow."""
+        returns the number of rows."""
         from expdna.store.export import export_parquet
 
         return export_parquet(self.reads, Path(path), filters=where, since=since, columns=columns)
