@@ -268,23 +268,30 @@ def _columns(
     names = sorted(set(paths))
     number = {p: i for i, p in enumerate(names)}
     path_of = np.array(
-        [-1 if p.startswith(_SKIPPED_PREFIXES) else number[p] for p in paths], dtype=np.int64
+        [-1 if p.startswith(_SKIPPED_PREFIXES) else number[p] for p in paths], dtype=np.int32
     )
-    runs, value = cells
-    position = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=np.int64)
-    position[ids] = np.arange(len(ids))
-    value = position[value]
+    runs, value_ids = cells
+    # 32-bit codes: the passes over every cell are memory-bound, and halve with the width
+    position = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=np.int32)
+    position[ids] = np.arange(len(ids), dtype=np.int32)
+    value = position[value_ids]
     path = path_of[value]
     keep = path >= 0
-    runs, value, path = runs[keep], value[keep], path[keep]
+    if not keep.all():
+        runs, value, path = runs[keep], value[keep], path[keep]
     # one cell per (field, run): a dense table, -1 where a run lacks the field
-    table = np.full((len(names), count), -1, dtype=np.int64)
-    table[path, runs] = value
+    key = path.astype(np.int64) * count + runs
+    flat = np.full(len(names) * count, -1, dtype=np.int32)
+    flat[key] = value
     texts_of = list(values)
-    key = path * count + runs
-    several = np.bincount(key, minlength=count * len(names))[key] > 1
-    if several.any():
-        table.flat[key[several]] = _joined(key[several], value[several], texts_of)
+    # a (field, run) held by several cells kept only the last: the others read back changed
+    lost = flat[key] != value
+    if lost.any():
+        several = np.zeros(len(flat), dtype=bool)
+        several[key[lost]] = True
+        several = several[key]
+        flat[key[several]] = _joined(key[several], value[several].astype(np.int64), texts_of)
+    table = flat.reshape(len(names), count)
     fields: dict[str, Column] = {}
     renumber = np.zeros(len(texts_of) + 1, dtype=np.int64)
     for j, name in enumerate(names):
