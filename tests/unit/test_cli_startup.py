@@ -149,6 +149,27 @@ def test_explain_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path) -> None:
     assert loaded == []
 
 
+def test_explain_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone() -> None:
+    code = (
+        "import os, sys\n"
+        "from expdna.cli.explain import _load_numpy_with_one_blas_thread\n"
+        "assert 'numpy' not in sys.modules\n"
+        "_load_numpy_with_one_blas_thread()\n"
+        "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["True", "None"]
+    # a count the user set is theirs
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["False", "2"]
+
+
 def test_explain_past_exact_enumeration_loads_no_scipy(tmp_path: Path) -> None:
     # 40 runs: every field splits them too many ways to enumerate, so each is tested on
     # the shared permutations, in numpy; SciPy is only for the exact test of a small fleet
