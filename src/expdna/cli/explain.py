@@ -90,10 +90,10 @@ _BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 def _load_numpy_with_one_blas_thread() -> None:
     """Load numpy with a one-thread BLAS, unless the user set the count or it is loaded.
 
-    The shared permutation test multiplies blocks of 32 resamples, and fewer columns after
+    The shared permutation test multiplies blocks of 100 resamples, and fewer columns after
     each: products of a few milliseconds, between which OpenBLAS's threads wait spinning.
-    On 2 cores with other work, that spinning cost the command about 0.35 s of CPU and
-    0.9 s of wall time for a fleet of 10,000 runs (benchmarks/explain_bench.py), where the
+    On 2 cores with other work, that spinning cost the command 0.35-0.4 s of CPU and about
+    1 s of wall time for a fleet of 10,000 runs (benchmarks/explain_bench.py), where the
     products take about 15 ms on one thread, so a second could save at most half of that.
     The variable is put back once numpy is in: nothing else sees it."""
     if "numpy" in sys.modules or _BLAS_THREADS in os.environ:
