@@ -152,9 +152,9 @@ def test_explain_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path) -> None:
 def test_explain_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone() -> None:
     code = (
         "import os, sys\n"
-        "from expdna.cli.explain import _load_numpy_with_one_blas_thread\n"
+        "from expdna.explain import load_numpy\n"
         "assert 'numpy' not in sys.modules\n"
-        "_load_numpy_with_one_blas_thread()\n"
+        "load_numpy()\n"
         "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}

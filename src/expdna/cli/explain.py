@@ -4,8 +4,6 @@ runs of one setup."""
 from __future__ import annotations
 
 import importlib.util
-import os
-import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -13,6 +11,7 @@ import click
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.errors import InvalidInputError, NotFoundError
+from expdna.explain import load_numpy
 from expdna.manifest.display import short
 
 if TYPE_CHECKING:
@@ -83,28 +82,6 @@ def render(report: Explanation, top: int = TOP) -> list[str]:
     return lines
 
 
-#: The variable OpenBLAS (numpy's BLAS) reads its thread count from when it loads.
-_BLAS_THREADS = "OPENBLAS_NUM_THREADS"
-
-
-def _load_numpy_with_one_blas_thread() -> None:
-    """Load numpy with a one-thread BLAS, unless the user set the count or it is loaded.
-
-    The shared permutation test multiplies blocks of 100 resamples, and fewer columns after
-    each: products of a few milliseconds, between which OpenBLAS's threads wait spinning.
-    On 2 cores with other work, that spinning cost the command 0.35-0.4 s of CPU and about
-    1 s of wall time for a fleet of 10,000 runs (benchmarks/explain_bench.py), where the
-    products take about 15 ms on one thread, so a second could save at most half of that.
-    The variable is put back once numpy is in: nothing else sees it."""
-    if "numpy" in sys.modules or _BLAS_THREADS in os.environ:
-        return
-    os.environ[_BLAS_THREADS] = "1"
-    try:
-        import numpy  # noqa: F401
-    finally:
-        del os.environ[_BLAS_THREADS]
-
-
 @click.command("explain")
 @click.option("--metric", metavar="NAME", help="The final metric to explain (dotted: reward.mean).")
 @click.option(
@@ -163,7 +140,7 @@ def explain_command(
     # found, not imported: only the exact test of a small fleet imports it
     if importlib.util.find_spec("scipy") is None:
         raise InvalidInputError("expdna explain needs SciPy: pip install 'expdna[explain]'")
-    _load_numpy_with_one_blas_thread()
+    load_numpy()
     from expdna.explain.query import explain_runs
 
     with open_store(config, read_only=True) as store:

@@ -215,6 +215,9 @@ def explain_page(request: Request) -> Response:
     # found, not imported: only the exact test of a small fleet imports it
     if importlib.util.find_spec("scipy") is None:
         raise InvalidInputError("the explain view needs SciPy: pip install 'expdna[explain]'")
+    from expdna.explain import load_numpy
+
+    load_numpy()
     from expdna.explain.query import explain_fleet
     from expdna.explain.report import limits, sentence
 
