@@ -17,10 +17,10 @@ def load_numpy() -> None:
     """Load numpy with a one-thread BLAS, unless the user set the count or it is loaded.
 
     The shared permutation test multiplies blocks of 100 resamples, and fewer columns after
-    each: products of a few milliseconds, between which OpenBLAS's threads wait spinning.
+    each: a few products of tens of milliseconds, after which OpenBLAS's threads spin.
     On 2 cores with other work, that spinning cost the command 0.35-0.4 s of CPU and about
     1 s of wall time for a fleet of 10,000 runs (benchmarks/explain_bench.py), where the
-    products take about 15 ms on one thread, so a second could save at most half of that.
+    products take 50-60 ms on one thread, so a second could save at most half of that.
     The variable is put back once numpy is in: nothing else sees it."""
     if "numpy" in sys.modules or _BLAS_THREADS in os.environ:
         return
