@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from math import comb, erfc, exp, lgamma, log, sqrt
 
 import numpy as np
@@ -127,9 +128,13 @@ def rankdata(values: Floats) -> Floats:
     return ranks
 
 
+@lru_cache(maxsize=8)
 def _log_factorials(n: int) -> Floats:
-    """log(k!) for k = 0..n (``math.lgamma``, to the last bit as libm gives it)."""
-    return np.array([lgamma(k + 1.0) for k in range(n + 1)], dtype=np.float64)
+    """log(k!) for k = 0..n (``math.lgamma``, to the last bit as libm gives it); once per
+    fleet size, as every field's table has the same total but for runs left out."""
+    table = np.array([lgamma(k + 1.0) for k in range(n + 1)], dtype=np.float64)
+    table.setflags(write=False)
+    return table
 
 
 def fisher_exact(table: Sequence[Sequence[int]]) -> float:
