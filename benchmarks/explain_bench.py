@@ -250,6 +250,9 @@ def measure(root: Path, ref: str, repeat: int) -> None:
 
 
 def main() -> None:
+    from expdna.explain import load_numpy
+
+    load_numpy()  # as the command loads it (one BLAS thread), so the halves are its halves
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total", type=int, action="append", help="runs in the store")
     parser.add_argument("--setup", type=int, default=10_000)

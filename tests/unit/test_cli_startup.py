@@ -15,6 +15,7 @@ import pytest
 from expdna.cli import COMMANDS, cli, load_command
 from expdna.store import Store
 from tests.factories import dna, record_docs, synthetic_doc
+from tests.fleets import nccl_fleet, record_fleet
 
 HEAVY = ("sqlalchemy", "pydantic", "expdna.store.facade", "expdna.manifest.model", "starlette")
 #: What ``expdna twins RUN`` must not load: the manifest model, migrations, the record
@@ -143,4 +144,38 @@ def test_explain_on_a_local_index_loads_no_sqlalchemy(tmp_path: Path) -> None:
     args = ["explain", "--status", "failed", "--where", "training.algorithm=grpo", "--json"]
     out, loaded = _loaded_by(args, store_dir, ("sqlalchemy", "alembic"), any_exit=True)
     assert '"runs": 4' in out  # it read the fleet
+    assert loaded == []
+
+
+def test_explain_loads_numpy_with_one_blas_thread_and_leaves_the_environment_alone() -> None:
+    code = (
+        "import os, sys\n"
+        "from expdna.explain import load_numpy\n"
+        "assert 'numpy' not in sys.modules\n"
+        "load_numpy()\n"
+        "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["True", "None"]
+    # a count the user set is theirs
+    env["OPENBLAS_NUM_THREADS"] = "2"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.split() == ["False", "2"]
+
+
+def test_explain_past_exact_enumeration_loads_no_scipy(tmp_path: Path) -> None:
+    # 40 runs: every field splits them too many ways to enumerate, so each is tested on
+    # the shared permutations, in numpy; SciPy is only for the exact test of a small fleet
+    store_dir = tmp_path / "store"
+    docs = nccl_fleet()
+    with Store.open(store_dir) as store:
+        record_fleet(store, docs)
+    args = ["explain", "--metric", "final_loss", "--same-setup", docs[0]["run_id"], "--json"]
+    out, loaded = _loaded_by(args, store_dir, ("scipy", "sqlalchemy"))
+    assert '"permutation (' in out and "hardware.nccl_version" in out
     assert loaded == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 from expdna.errors import InvalidInputError
 from expdna.explain import association
@@ -44,8 +44,7 @@ def _scipy_p(samples: list[np.ndarray], numeric: bool) -> float:
     return float(result.pvalue)
 
 
-def test_shared_permutations_agree_with_scipys_permutation_test() -> None:
-    # 36 runs, too many splits to enumerate: both are Monte Carlo over 9,999 resamples
+def _fields_of_36_runs() -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     rng = np.random.default_rng(3)
     outcome = rng.normal(0, 1, 36)
     binary = (rng.random(36) < 0.4).astype(float)
@@ -57,8 +56,14 @@ def test_shared_permutations_agree_with_scipys_permutation_test() -> None:
     ]
     outcome[fields[0] == 1] += 0.6  # one field with a moderate effect
     binary[fields[3] == 2] = 1.0
+    return outcome, binary, fields
+
+
+def test_shared_permutations_agree_with_scipys_permutation_test() -> None:
+    # 36 runs, too many splits to enumerate: both are Monte Carlo over 9,999 resamples
+    outcome, binary, fields = _fields_of_36_runs()
     for kind, values in (("numeric", outcome), ("binary", binary)):
-        found = association.associations(kind, values, fields)
+        found = association.associations(kind, values, fields, threshold=None)
         for codes, test in zip(fields, found, strict=True):
             samples = [values[codes == k] for k in range(int(codes.max()) + 1)]
             if test.method == "Fisher exact":
@@ -67,6 +72,63 @@ def test_shared_permutations_agree_with_scipys_permutation_test() -> None:
             theirs = _scipy_p(samples, kind == "numeric")
             error = 4 * np.sqrt(2 * theirs * (1 - theirs) / association.RESAMPLES)
             assert abs(test.p - theirs) <= error + 1e-3, (kind, test.p, theirs)
+
+
+def test_the_sequential_test_stops_only_above_the_threshold_and_agrees_with_scipy() -> None:
+    # Besag-Clifford: a field stops at its `stop`-th resample at least as extreme, the
+    # l-th, with p = stop / l > threshold; the others are the full test's, unchanged
+    outcome, binary, fields = _fields_of_36_runs()
+    stop = association.stop_after(association.RESAMPLES, 0.05)
+    assert stop == 500 and stop / association.RESAMPLES > 0.05
+    stopped = 0
+    for kind, values in (("numeric", outcome), ("binary", binary)):
+        full = association.associations(kind, values, fields, threshold=None)
+        found = association.associations(kind, values, fields, threshold=0.05)
+        for codes, test, whole in zip(fields, found, full, strict=True):
+            if not test.method.startswith("permutation (stopped"):
+                assert (test.p, test.method) == (whole.p, whole.method)
+                continue
+            stopped += 1
+            drawn = int(test.method.split()[3])
+            assert test.p == stop / drawn > 0.05 and drawn < association.RESAMPLES
+            assert whole.p > 0.05  # the full test does not find it either
+            samples = [values[codes == k] for k in range(int(codes.max()) + 1)]
+            theirs = _scipy_p(samples, kind == "numeric")
+            # the sequential estimate's variance is about p^2 (1 - p) / stop
+            spread = theirs**2 * (1 - theirs) / stop + theirs * (1 - theirs) / 9999
+            assert abs(test.p - theirs) <= 4 * np.sqrt(spread) + 1e-3, (kind, test.p, theirs)
+        assert [t.effect for t in found] == [t.effect for t in full]
+    assert stopped >= 3
+
+
+def test_sequential_p_values_are_valid_under_the_null() -> None:
+    # 400 fields unrelated to the outcome: P(p <= a) <= a, within the binomial spread
+    rng = np.random.default_rng(11)
+    outcome = rng.normal(0, 1, 300)
+    fields = [rng.integers(0, 3, 300) for _ in range(400)]
+    found = association.associations("numeric", outcome, fields)
+    ps = np.array([t.p for t in found])
+    assert sum(t.method.startswith("permutation (stopped") for t in found) > 300
+    for a in (0.05, 0.2, 0.5, 0.8):
+        share = float((ps <= a).mean())
+        assert share <= a + 4 * np.sqrt(a * (1 - a) / len(ps)), (a, share)
+        assert share >= a - 4 * np.sqrt(a * (1 - a) / len(ps)) - 0.01, (a, share)
+
+
+def test_stopping_leaves_every_finding_and_its_adjusted_p_as_the_full_test_has_them() -> None:
+    rng = np.random.default_rng(2)
+    outcome = rng.normal(0, 1, 2000)
+    fields = [rng.integers(0, 3, 2000) for _ in range(60)]
+    for shift, field in zip((0.15, 0.12, 0.1, 0.08, 0.3), fields, strict=False):
+        outcome[field == 1] += shift  # planted effects, some weak
+    full = association.associations("numeric", outcome, fields, threshold=None)
+    found = association.associations("numeric", outcome, fields)
+    q_full = association.adjusted([t.p for t in full])
+    q_found = association.adjusted([t.p for t in found])
+    below = [i for i, q in enumerate(q_full) if q < 0.05]
+    assert 2 <= len(below) < 5
+    assert below == [i for i, q in enumerate(q_found) if q < 0.05]
+    assert [q_found[i] for i in below] == [q_full[i] for i in below]
 
 
 def test_many_runs_share_fewer_resamples_and_an_extreme_field_takes_the_asymptotic_tail() -> None:
@@ -78,14 +140,16 @@ def test_many_runs_share_fewer_resamples_and_an_extreme_field_takes_the_asymptot
     found = association.associations("numeric", outcome, [null, planted])
     count = association.resamples(4000)
     assert count == 500
-    assert found[0].method == f"permutation ({count} resamples)" and found[0].p > 0.01
+    assert found[0].method.startswith("permutation (stopped at ") and found[0].p > 0.05
     assert found[1].method == f"permutation ({count} resamples), asymptotic tail"
     assert found[1].p < 1e-100 and found[1].p <= 1 / (count + 1)
     values: list[float | None] = [float(v) for v in outcome]
     fields = {"hardware.hostname": [str(v) for v in null], "a.b": [str(v) for v in planted]}
     report = explain(4000, Outcome("numeric", "loss", metric="loss"), values, fields)
     assert report.findings[0].fields == ("a.b",)
-    assert "1 findings are beyond every permutation resample" in " ".join(limits(report))
+    said = " ".join(limits(report))
+    assert "1 findings are beyond every permutation resample" in said
+    assert "1 fields were resampled only until their p-value was sure to be above 0.05" in said
 
 
 def test_fields_that_split_alike_are_one_finding_and_rare_values_are_left_out() -> None:
@@ -147,6 +211,20 @@ def test_the_numpy_pieces_equal_scipys() -> None:
         assert association.adjusted(list(ps)) == pytest.approx(
             list(stats.false_discovery_control(ps, method="bh")), rel=1e-12
         )
+
+
+def test_the_chi_square_tail_is_scipys() -> None:
+    # the closed form of Q(df/2, x/2) against scipy.special.chdtrc: both are within
+    # 1e-12 of a 40-digit reference up to 1,000 degrees of freedom, so within 2e-12 of
+    # each other; far in the tail, both underflow alike
+    rng = np.random.default_rng(8)
+    cases = [(df, x) for df in (1, 2, 3, 4, 7, 40, 41, 299) for x in (1e-9, 0.3, 1.0, df, 9.0 * df)]
+    cases += [(int(rng.integers(1, 1000)), float(rng.uniform(0, 3000))) for _ in range(2000)]
+    for df, x in cases:
+        theirs = float(special.chdtrc(df, x))
+        assert association.chi2_tail(df, x) == pytest.approx(theirs, rel=2e-12, abs=1e-300)
+    assert association.chi2_tail(3, 0.0) == 1.0 and association.chi2_tail(2, 2000.0) == 0.0
+    assert association.chi2_tail(5000, 100.0) == pytest.approx(1.0, rel=1e-13)
 
 
 def test_few_runs_beyond_every_resample_keep_the_permutation_bound() -> None:

@@ -3,6 +3,7 @@ runs of one setup."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING
 
 import click
@@ -10,6 +11,7 @@ import click
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.errors import InvalidInputError, NotFoundError
+from expdna.explain import load_numpy
 from expdna.manifest.display import short
 
 if TYPE_CHECKING:
@@ -135,12 +137,10 @@ def explain_command(
     filters = [parse_where(w) for w in where]
     if same_setup is None and not filters:
         raise InvalidInputError("give the runs to explain: --same-setup RUN or --where PATH=VALUE")
-    try:
-        import scipy  # noqa: F401
-    except ImportError:
-        raise InvalidInputError(
-            "expdna explain needs SciPy: pip install 'expdna[explain]'"
-        ) from None
+    # found, not imported: only the exact test of a small fleet imports it
+    if importlib.util.find_spec("scipy") is None:
+        raise InvalidInputError("expdna explain needs SciPy: pip install 'expdna[explain]'")
+    load_numpy()
     from expdna.explain.query import explain_runs
 
     with open_store(config, read_only=True) as store:

@@ -173,7 +173,7 @@ def explain(
         else:
             coded[path] = (names, codes, counts)
             together.setdefault(codes.tobytes(), []).append(path)
-    groups: list[tuple[list[str], list[ValueStat], int]] = []
+    groups: list[tuple[list[str], list[int], tuple[str, ...], list[tuple[str, ...]]]] = []
     splits = []
     for group in together.values():
         paths = sorted(group, key=_rank)
@@ -183,26 +183,23 @@ def explain(
         order = [k for k in order if counts[k] >= MIN_RUNS]
         renumber = np.full(len(names), -1, dtype=np.int64)
         renumber[order] = np.arange(len(order))
-        split = renumber[codes]
+        groups.append((paths, order, names, others))
+        splits.append(renumber[codes])
+    found = association.associations(outcome.kind, outcome_values, splits, ALPHA)
+    tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
+    for (paths, order, names, others), test in zip(groups, found, strict=True):
+        _, _, counts = coded[paths[0]]
         stats: list[ValueStat] = []
         for position, k in enumerate(order):
-            sample = outcome_values[split == position]
             aliases = tuple(other[k] for other in others)
             n = int(counts[k])
             if outcome.kind == "binary":
-                bad = int(sample.sum())
+                bad = test.bad[position]
                 stats.append(ValueStat(names[k], n, bad / n, bad, aliases))
             else:
-                stats.append(ValueStat(names[k], n, float(np.median(sample)), None, aliases))
+                stats.append(ValueStat(names[k], n, test.centres[position], None, aliases))
         left_out = int(counts.sum()) - sum(s.n for s in stats)
-        groups.append((paths, stats, left_out))
-        splits.append(split)
-    found = association.associations(outcome.kind, outcome_values, splits)
-    tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
-    for (paths, stats, left_out), split, test in zip(groups, splits, found, strict=True):
-        rest = outcome_values[(split >= 0) & (split != test.extreme)]
-        centre = float(np.mean(rest)) if outcome.kind == "binary" else float(np.median(rest))
-        tested.append((paths, stats, test, stats[test.extreme].centre - centre, left_out))
+        tested.append((paths, stats, test, stats[test.extreme].centre - test.rest, left_out))
     qs = association.adjusted([t[2].p for t in tested])
     findings = [
         Finding(
@@ -274,6 +271,12 @@ def limits(report: Explanation) -> list[str]:
         lines.append(
             f"{tails} findings are beyond every permutation resample: their p-values are "
             "the statistic's asymptotic tail"
+        )
+    stopped = sum(f.method.startswith("permutation (stopped") for f in report.findings)
+    if stopped:
+        lines.append(
+            f"{stopped} fields were resampled only until their p-value was sure to be above "
+            f"{ALPHA} (a sequential permutation test): those p-values are coarse"
         )
     if report.judged < 2 * MIN_RUNS:
         lines.append(f"only {report.judged} runs: no field can be judged")

@@ -47,8 +47,8 @@ PACKAGES_DIGEST = "environment.packages_digest"
 _PER_STATEMENT = 500
 
 Codes = NDArray[np.int64]
-#: (run position, value id) per fact
-Cells = tuple[Codes, Codes]
+#: (run position, value id) per fact; a position is 32 bits (a fleet is far fewer runs)
+Cells = tuple[NDArray[np.int32], Codes]
 
 
 @dataclass(frozen=True)
@@ -128,6 +128,7 @@ def _lists(rows: Iterable[Any]) -> tuple[Codes, Codes, Codes]:
     for key, text in rows:
         keys.append(int(key))
         texts.append(text)
+    # one parse of every row's text: a few million ids, no copy of their parts
     flat = (
         np.fromstring(",".join(texts), dtype=np.int64, sep=",") if texts else np.zeros(0, np.int64)
     )
@@ -143,12 +144,9 @@ def _grouped(
         f"SELECT {key}, {_aggregated(dialect, 'value_id')} FROM {table} "
         f"WHERE {key} IN :keys GROUP BY {key}"
     )
-    parts = [_lists(reader.rows(sql, {"keys": batch})) for batch in chunks(keys, _PER_STATEMENT)]
-    if not parts:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    found, counts, flat = (np.concatenate(p) for p in zip(*parts, strict=True))
-    return found, counts, flat
+    return _lists(
+        row for batch in chunks(keys, _PER_STATEMENT) for row in reader.rows(sql, {"keys": batch})
+    )
 
 
 def read_fleet(
@@ -215,17 +213,19 @@ def _expand(positions: Codes, links: Codes, keys: Codes, counts: Codes, flat: Co
     """For each link (the run at ``positions[i]`` holds key ``links[i]``), every id the key
     holds (``counts[k]`` ids of ``flat`` for ``keys[k]``, in order): (run position, id) per
     cell. A link to a key with no ids (an empty set) adds none."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
     starts = np.cumsum(counts) - counts
     order = np.argsort(keys)
-    where = np.minimum(np.searchsorted(keys[order], links), max(len(keys) - 1, 0))
-    if not len(keys):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    where = np.minimum(np.searchsorted(keys[order], links), len(keys) - 1)
     found = keys[order][where] == links
     where = order[where[found]]
     lengths = counts[where]
-    total = int(lengths.sum())
-    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return np.repeat(positions[found], lengths), flat[np.repeat(starts[where], lengths) + offsets]
+    # cell j of link i is flat[starts[key of i] + j]: the link's first cell's index, less
+    # where its cells begin among all, plus the cell's own number among all
+    index = np.repeat(starts[where] - (np.cumsum(lengths) - lengths), lengths)
+    index += np.arange(len(index), dtype=np.int64)
+    return np.repeat(positions[found].astype(np.int32), lengths), flat[index]
 
 
 def _cells(reader: Reader, dialect: str, pks: Codes, links: Codes) -> Cells:
@@ -242,7 +242,7 @@ def _cells(reader: Reader, dialect: str, pks: Codes, links: Codes) -> Cells:
         np.searchsorted(pks, varying[:, 0]), varying[:, 1], keys, counts, flat
     )
     keys, counts, flat = _grouped(reader, dialect, "facts", "run_pk", pks.tolist())
-    own_runs = np.repeat(np.searchsorted(pks, keys), counts)
+    own_runs = np.repeat(np.searchsorted(pks, keys).astype(np.int32), counts)
     return np.concatenate([set_runs, own_runs]), np.concatenate([set_values, flat])
 
 
@@ -268,23 +268,30 @@ def _columns(
     names = sorted(set(paths))
     number = {p: i for i, p in enumerate(names)}
     path_of = np.array(
-        [-1 if p.startswith(_SKIPPED_PREFIXES) else number[p] for p in paths], dtype=np.int64
+        [-1 if p.startswith(_SKIPPED_PREFIXES) else number[p] for p in paths], dtype=np.int32
     )
-    runs, value = cells
-    position = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=np.int64)
-    position[ids] = np.arange(len(ids))
-    value = position[value]
+    runs, value_ids = cells
+    # 32-bit codes: the passes over every cell are memory-bound, and halve with the width
+    position = np.zeros(int(ids[-1]) + 1 if len(ids) else 0, dtype=np.int32)
+    position[ids] = np.arange(len(ids), dtype=np.int32)
+    value = position[value_ids]
     path = path_of[value]
     keep = path >= 0
-    runs, value, path = runs[keep], value[keep], path[keep]
+    if not keep.all():
+        runs, value, path = runs[keep], value[keep], path[keep]
     # one cell per (field, run): a dense table, -1 where a run lacks the field
-    table = np.full((len(names), count), -1, dtype=np.int64)
-    table[path, runs] = value
+    key = path.astype(np.int64) * count + runs
+    flat = np.full(len(names) * count, -1, dtype=np.int32)
+    flat[key] = value
     texts_of = list(values)
-    key = path * count + runs
-    several = np.bincount(key, minlength=count * len(names))[key] > 1
-    if several.any():
-        table.flat[key[several]] = _joined(key[several], value[several], texts_of)
+    # a (field, run) held by several cells kept only the last: the others read back changed
+    lost = flat[key] != value
+    if lost.any():
+        several = np.zeros(len(flat), dtype=bool)
+        several[key[lost]] = True
+        several = several[key]
+        flat[key[several]] = _joined(key[several], value[several].astype(np.int64), texts_of)
+    table = flat.reshape(len(names), count)
     fields: dict[str, Column] = {}
     renumber = np.zeros(len(texts_of) + 1, dtype=np.int64)
     for j, name in enumerate(names):

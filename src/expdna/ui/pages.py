@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from starlette.requests import Request
@@ -211,12 +212,12 @@ def explain_page(request: Request) -> Response:
     context: dict[str, Any] = {"form": form, "where": where, "report": None, "plots": []}
     if not any(form.values()) and not where:
         return render(request, "explain.html", context)
-    try:
-        import scipy  # noqa: F401
-    except ImportError:
-        raise InvalidInputError(
-            "the explain view needs SciPy: pip install 'expdna[explain]'"
-        ) from None
+    # found, not imported: only the exact test of a small fleet imports it
+    if importlib.util.find_spec("scipy") is None:
+        raise InvalidInputError("the explain view needs SciPy: pip install 'expdna[explain]'")
+    from expdna.explain import load_numpy
+
+    load_numpy()
     from expdna.explain.query import explain_fleet
     from expdna.explain.report import limits, sentence
 
