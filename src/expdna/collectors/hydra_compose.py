@@ -410,6 +410,8 @@ class _Composer:
         except (OSError, UnicodeDecodeError) as exc:
             self.warnings.append(f"Hydra config {where}: unreadable ({exc})")
             return _Loaded(path, [], None)
+        if "defaults" not in text:  # most group files: nothing to expand, no YAML to parse
+            return _Loaded(path, [], _header_package(text))
         try:
             values = parse_text(text, "yaml")
         except ValueError as exc:
