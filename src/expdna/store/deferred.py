@@ -32,6 +32,7 @@ from expdna.store.errors import unwritable
 from expdna.store.logbodies import pin_body, plain_metrics
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.log import StoreLog
+from expdna.store.objects.pinned import mark_path
 
 if TYPE_CHECKING:
     from expdna.manifest.model import Manifest
@@ -118,7 +119,9 @@ class LogWriter:
         path: str | None = None,
         size: int | None = None,
     ) -> str:
-        return self._append("pin", pin_body(run_id, digest, name, path, size))
+        name_ = self._append("pin", pin_body(run_id, digest, name, path, size))
+        mark_path(self.log, path)
+        return name_
 
     def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
         """How the run ended, as a ``status`` entry (expdna.store.status applies it)."""
