@@ -295,6 +295,10 @@ def test_hydra_app_composed_from_two_config_groups(tmp_path: Path) -> None:
     assert config["config_values"][".hydra/config.yaml"] == composed
     assert config["config_values"]["db/postgres.yaml"] == {"driver": "postgresql", "port": 5432}
     assert a["training"]["global_batch_size"] == 32 and a["training"]["seeds"] == {"seed": 3}
+    # an app that changes directory into its output folder: the same files, found from
+    # where it started
+    moved = run("out/d", "db=postgres", "model=large", "hydra.job.chdir=True")
+    assert str(conf / "db/postgres.yaml") in moved["config"]["config_files"]
     # the same overrides in another output directory: the same DNA; another group: a new one
     b = run("out/b", "db=postgres", "model=large", "model.layers=12")
     assert b["dna"]["value"] == a["dna"]["value"]

@@ -196,7 +196,11 @@ def _hydra_files(
     """A Hydra app's primary config and the files its defaults lists compose."""
     from expdna.collectors.hydra_compose import compose_files
 
-    composition = compose_files(ctx.cwd, entry, words)
+    # In a Hydra app that changed directory (hydra.job.chdir), argv is relative to where
+    # it started.
+    runtime = hydra_runtime()
+    cwd = Path(runtime["cwd"]) if runtime is not None and runtime.get("cwd") else ctx.cwd
+    composition = compose_files(cwd, entry, words)
     if composition is None:
         return []
     for message in composition.warnings:
@@ -237,6 +241,7 @@ def hydra_runtime() -> dict[str, Any] | None:
             return None
         cfg = hydra_config.get()
         return {
+            "cwd": str(cfg.runtime.cwd),
             "output_dir": str(cfg.runtime.output_dir),
             "config_name": cfg.job.config_name,
             "overrides": [str(o) for o in cfg.overrides.task],
