@@ -16,7 +16,8 @@ import pytest
 
 from expdna.collectors.config_find import find_config_files
 from expdna.collectors.context import CollectContext
-from expdna.collectors.hydra_compose import compose_files, read_hydra_main
+from expdna.collectors.hydra_compose import compose_files
+from expdna.collectors.hydra_entry import read_hydra_main
 
 TEMPLATE = Path(__file__).parent.parent / "data" / "hydra_template"
 

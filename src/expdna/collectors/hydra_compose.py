@@ -21,7 +21,6 @@ a warning, never an error.
 
 from __future__ import annotations
 
-import ast
 import importlib.util
 import logging
 import os
@@ -32,13 +31,20 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from expdna.collectors.hydra_entry import (
+    OVERRIDE,
+    UNSET,
+    HydraMain,
+    default_config_path,
+    hydra_flags,
+    read_hydra_main,
+)
+
 log = logging.getLogger(__name__)
 
 #: Configs loaded per composition, and how deep defaults lists nest, at most.
 MAX_NODES = 256
 MAX_DEPTH = 32
-#: Entry scripts larger than this are not read for ``@hydra.main``.
-SCRIPT_MAX = 2 * 1024 * 1024
 
 #: Hydra 1.3's own ``hydra/config`` defaults (a structured config in ``hydra.conf``): the
 #: groups a primary config can ``override hydra/<group>: <option>`` with its own file.
@@ -57,27 +63,7 @@ HYDRA_OWN_DEFAULTS: tuple[Any, ...] = (
 _HYDRA_OWN = "hydra/config"
 #: Hydra's primary config when the app names none.
 _EMPTY = "_dummy_empty_config_"
-#: Hydra's flags that take a value (the value is not an override), and which of them
-#: say where the configs are.
-_VALUE_FLAGS: dict[str, str | None] = {
-    "--config-path": "path",
-    "--config_path": "path",
-    "-cp": "path",
-    "--config-name": "name",
-    "--config_name": "name",
-    "-cn": "name",
-    "--config-dir": "dir",
-    "--config_dir": "dir",
-    "-cd": "dir",
-    "--cfg": None,
-    "-c": None,
-    "--package": None,
-    "-p": None,
-    "--experimental-rerun": None,
-}
-_OVERRIDE = re.compile(r"^(~|\+\+|\+)?([A-Za-z_/][\w./@-]*)(?:=(.*))?$", re.DOTALL | re.ASCII)
 _INTERPOLATION = re.compile(r"\$\{([^${}]+)\}")
-_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -99,112 +85,6 @@ class Composition:
     warnings: list[str] = field(default_factory=list)
     #: ``--config-path`` was given on the command line.
     path_flag: bool = False
-
-
-@dataclass
-class _Main:
-    config_path: Any = _UNSET
-    config_name: Any = None
-    version_base: Any = _UNSET
-
-
-# --- the command line and the entry script ------------------------------------------------
-
-
-def _flags(words: list[str]) -> tuple[dict[str, str], list[str]]:
-    """Hydra's ``--config-path/-name/-dir`` values and the override words."""
-    flags: dict[str, str] = {}
-    overrides: list[str] = []
-    i = 0
-    while i < len(words):
-        word = words[i]
-        i += 1
-        if word.startswith("-"):
-            name, eq, value = word.partition("=")
-            if name in _VALUE_FLAGS:
-                if not eq:
-                    value = words[i] if i < len(words) else ""
-                    i += 1
-                key = _VALUE_FLAGS[name]
-                if key is not None:
-                    flags[key] = value
-            continue
-        if _OVERRIDE.match(word):
-            overrides.append(word)
-    return flags, overrides
-
-
-def read_hydra_main(script: Path) -> _Main | None:
-    """The literal arguments of the script's ``hydra.main(...)``, read with :mod:`ast`
-    (never imported); None when the script calls no ``hydra.main``."""
-    try:
-        with open(script, "rb") as f:
-            data = f.read(SCRIPT_MAX + 1)
-    except OSError:
-        return None
-    if len(data) > SCRIPT_MAX or b"hydra" not in data or b"main" not in data:
-        return None
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return None
-    modules: set[str] = set()  # names bound to the hydra module
-    mains: set[str] = set()  # names bound to hydra.main
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.asname or a.name for a in node.names if a.name == "hydra")
-        elif isinstance(node, ast.ImportFrom) and node.module == "hydra":
-            mains.update(a.asname or a.name for a in node.names if a.name == "main")
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        named = isinstance(func, ast.Name) and func.id in mains
-        dotted = (
-            isinstance(func, ast.Attribute)
-            and func.attr == "main"
-            and isinstance(func.value, ast.Name)
-            and func.value.id in modules
-        )
-        if named or dotted:
-            return _main_args(node)
-    return None
-
-
-def _literal(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, str)):
-        return node.value
-    raise ValueError(ast.unparse(node))
-
-
-def _main_args(call: ast.Call) -> _Main:
-    main = _Main()
-    names = ("config_path", "config_name", "version_base")
-    given = dict(zip(names, call.args, strict=False))
-    given.update({k.arg: k.value for k in call.keywords if k.arg in names})
-    for name, node in given.items():
-        try:
-            setattr(main, name, _literal(node))
-        except ValueError as exc:  # os.path.join(...): not knowable without running it
-            setattr(main, name, ValueError(f"{name}={exc}"))
-    return main
-
-
-def _default_config_path(main: _Main) -> Any:
-    """Hydra 1.3: an unspecified ``config_path`` is ``.`` for ``version_base`` unspecified
-    or below 1.2, else None (no config directory)."""
-    if main.config_path is not _UNSET:
-        return main.config_path
-    base = main.version_base
-    if base is _UNSET:
-        return "."
-    if isinstance(base, str):
-        try:
-            major, minor = (int(p) for p in base.split(".")[:2])
-        except ValueError:
-            return None
-        return "." if (major, minor) < (1, 2) else None
-    return None
 
 
 # --- the search path ---------------------------------------------------------------------
@@ -361,10 +241,9 @@ class _Loaded:
 
 
 class _Composer:
-    def __init__(self, sources: list[Path], own: Path | None, cwd: Path) -> None:
+    def __init__(self, sources: list[Path], own: Path | None) -> None:
         self.sources = sources
         self.own = own
-        self.cwd = cwd
         self.choices: dict[str, Any] = {}  # override key -> option (first wins)
         self.deletions: dict[str, str | None] = {}
         self.appends: list[_Default] = []
@@ -372,7 +251,6 @@ class _Composer:
         self.loaded: dict[str, _Loaded | None] = {}
         self.warnings: list[str] = []
         self.nodes = 0
-        self.primary_dir_index = 0
 
     # -- the files --
 
@@ -427,7 +305,7 @@ class _Composer:
 
     def add_overrides(self, words: Iterable[str]) -> None:
         for word in words:
-            match = _OVERRIDE.match(word)
+            match = OVERRIDE.match(word)
             if match is None:
                 continue
             prefix, key, value = match.group(1) or "", match.group(2), match.group(3)
@@ -435,7 +313,7 @@ class _Composer:
             if not self.group_exists(group):
                 continue  # a value override (lr=0.1), not a group choice
             parsed = _value(value) if value is not None else None
-            if parsed is _UNSET:
+            if parsed is UNSET:
                 self.warnings.append(f"Hydra override {word}: its config files are not read")
                 continue
             if prefix == "~":
@@ -558,12 +436,12 @@ class _Composer:
 
 def _value(text: str) -> Any:
     """A command-line group choice: a name, a quoted name, ``[a,b]``, ``null``; a sweep
-    ``a,b`` gives every option it names. ``_UNSET`` for what only Hydra can evaluate."""
+    ``a,b`` gives every option it names. ``UNSET`` for what only Hydra can evaluate."""
     text = text.strip()
     if text == "null":
         return None
     if "${" in text or re.match(r"^\w+\(", text):
-        return _UNSET  # interpolations, choice(...), range(...), glob(...)
+        return UNSET  # interpolations, choice(...), range(...), glob(...)
     if text.startswith("[") and text.endswith("]"):
         return [_unquote(p) for p in text[1:-1].split(",") if p.strip()]
     if "," in text:
@@ -584,14 +462,14 @@ def _unquote(word: str) -> str:
 def compose_files(cwd: Path, entry: str | None, words: list[str]) -> Composition | None:
     """The config files of a Hydra invocation (``entry`` and its ``words``), or None when
     it is not one (no ``hydra.main`` in the entry script and no Hydra flag)."""
-    flags, overrides = _flags(words)
+    flags, overrides = hydra_flags(words)
     script = Path(os.path.abspath(cwd / entry)) if entry and entry.endswith(".py") else None
     main = read_hydra_main(script) if script is not None else None
     if main is None and not {"path", "name", "dir"} & set(flags):
         return None
-    main = main or _Main()
+    main = main or HydraMain()
     composition = Composition(path_flag="path" in flags)
-    config_path = flags["path"] if "path" in flags else _default_config_path(main)
+    config_path = flags["path"] if "path" in flags else default_config_path(main)
     config_name = flags.get("name", main.config_name)
     for value in (config_path, config_name):
         if isinstance(value, ValueError):
@@ -610,7 +488,7 @@ def compose_files(cwd: Path, entry: str | None, words: list[str]) -> Composition
         composition.warnings.append(f"Hydra: config_path {config_path} is a package, not read")
     if "dir" in flags:
         sources.append(Path(os.path.abspath(cwd / os.path.expanduser(flags["dir"]))))
-    composer = _Composer(sources, _hydra_package_conf(), cwd)
+    composer = _Composer(sources, _hydra_package_conf())
     name = config_name if isinstance(config_name, str) else None
     if name is not None:
         primary = composer.load(name)
