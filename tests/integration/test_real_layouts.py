@@ -161,6 +161,11 @@ def test_hydra_group_configs_outside_the_checkout_are_identity(tmp_path: Path) -
         )
 
     assert check(tmp_path / "a.json").returncode == 0
+    # the same files in another folder (``-cp``, the short flag): the same DNA
+    moved = tmp_path / "movedcfg"
+    shutil.copytree(shared, moved)
+    short = ["python", "src/train.py", "-cp", str(moved), "trainer=cpu", "model=mnist"]
+    assert _generate(repo, short, tmp_path / "moved.json")["dna"] == a["dna"]
     mnist = shared / "model" / "mnist.yaml"
     mnist.write_text(mnist.read_text().replace("compile: false", "compile: true"))
     b = _generate(repo, argv, tmp_path / "b.json")

@@ -217,6 +217,8 @@ def test_config_files_of_a_template_outside_the_checkout(tmp_path: Path) -> None
     found = {c.hydra_config: c for c in find_config_files(ctx)}
     assert found["train.yaml"].source == "--config-name"
     assert found["train.yaml"].arg == "config_path"
+    short = CollectContext(argv=("src/train.py", "-cp", str(shared)), cwd=repo, environ={})
+    assert [c.arg for c in find_config_files(short) if c.source == "--config-name"] == ["cp"]
     assert found["trainer/cpu"].hydra_group == "trainer"
     assert found["model/optimizer/adam"].hydra_group == "model/optimizer"
     assert found["callbacks/model_checkpoint"].hydra_group is None

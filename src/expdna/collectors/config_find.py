@@ -208,7 +208,9 @@ def _hydra_files(
     files = composition.files
     if len(files) > MAX_HYDRA_FILES:
         _said(warnings, f"Hydra composes {len(files)} files; the first {MAX_HYDRA_FILES} recorded")
-    path_arg = "config_path" if composition.path_flag else None
+    # Its value is the directory, whose files' digests stand for it (as parse_args names it).
+    flag = composition.path_flag
+    path_arg = flag.lstrip("-").replace("-", "_") if flag else None
     return [
         Candidate(
             f.path,

@@ -83,8 +83,8 @@ class HydraFile:
 class Composition:
     files: list[HydraFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    #: ``--config-path`` was given on the command line.
-    path_flag: bool = False
+    #: The flag that gave the config directory on the command line (``-cp``), if any.
+    path_flag: str | None = None
 
 
 # --- the search path ---------------------------------------------------------------------
@@ -468,7 +468,7 @@ def compose_files(cwd: Path, entry: str | None, words: list[str]) -> Composition
     if main is None and not {"path", "name", "dir"} & set(flags):
         return None
     main = main or HydraMain()
-    composition = Composition(path_flag="path" in flags)
+    composition = Composition(path_flag=flags.get("path-flag"))
     config_path = flags["path"] if "path" in flags else default_config_path(main)
     config_name = flags.get("name", main.config_name)
     for value in (config_path, config_name):

@@ -67,6 +67,7 @@ def hydra_flags(words: list[str]) -> tuple[dict[str, str], list[str]]:
                 key = _VALUE_FLAGS[name]
                 if key is not None:
                     flags[key] = value
+                    flags[f"{key}-flag"] = name
             continue
         if OVERRIDE.match(word):
             overrides.append(word)
