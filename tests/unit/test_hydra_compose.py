@@ -224,3 +224,26 @@ def test_config_files_of_a_template_outside_the_checkout(tmp_path: Path) -> None
     assert found["callbacks/model_checkpoint"].hydra_group is None
     assert found["model/mnist"].path == shared / "model" / "mnist.yaml"
     assert found["trainer/cpu"].source == "hydra-defaults"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "defaults:\n  - 5\n  - null\n  - {}\n  - {db: 1}\n  - {db: [1, 2]}\n  - /\n  - '@'\n",
+        "defaults: 3\n",
+        "- a\n- b\n",
+        "defaults:\n  - db: ${nope}\n  - db@x: ???\n",
+        "defaults:\n  - db: [a, '${x}']\n  - ../../../etc/hostname\n",
+        "!!python/object/apply:os.system ['true']\n",
+        "defaults:\n  - override db: mysql\n",  # overrides only: the primary still counts
+    ],
+)
+def test_hostile_defaults_lists_warn_and_never_raise(tmp_path: Path, text: str) -> None:
+    root = _tree(tmp_path, {"app.py": APP["app.py"], "conf/db/mysql.yaml": "a: 1\n"})
+    (root / "conf" / "config.yaml").write_text(text)
+    words = ["+db@y=[mysql]", "db='", "db=[", "db=choice(a,b)", "~", "++db=1"]
+    composition = compose_files(root, "app.py", words)
+    assert composition is not None
+    assert os.path.realpath(root / "conf" / "config.yaml") in [
+        os.path.realpath(f.path) for f in composition.files
+    ]

@@ -499,6 +499,11 @@ def compose_files(cwd: Path, entry: str | None, words: list[str]) -> Composition
     # ``override hydra/...`` entries first), composed first to last.
     files = composer.expand(_Default(path=name or _EMPTY, primary=True), 1, is_root=True)
     hydra_own = composer.expand(_Default(path=_HYDRA_OWN), 1)
+    loaded = composer.loaded.get(name) if name is not None else None
+    if loaded is not None and loaded.path is not None and not any(f.primary for f in files):
+        # Its defaults list shaped the composition even where Hydra merges none of its
+        # content (a defaults list of overrides only, before +group=option appends).
+        files.insert(0, HydraFile(loaded.path, name or "", None, primary=True))
     seen: set[str] = set()
     for f in [*hydra_own, *files]:
         real = os.path.realpath(f.path)
