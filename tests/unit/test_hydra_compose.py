@@ -18,6 +18,7 @@ from expdna.collectors.config_find import find_config_files
 from expdna.collectors.context import CollectContext
 from expdna.collectors.hydra_compose import compose_files
 from expdna.collectors.hydra_entry import read_hydra_main
+from expdna.collectors.training import collect_training
 
 TEMPLATE = Path(__file__).parent.parent / "data" / "hydra_template"
 
@@ -219,6 +220,10 @@ def test_config_files_of_a_template_outside_the_checkout(tmp_path: Path) -> None
     assert found["train.yaml"].arg == "config_path"
     short = CollectContext(argv=("src/train.py", "-cp", str(shared)), cwd=repo, environ={})
     assert [c.arg for c in find_config_files(short) if c.source == "--config-name"] == ["cp"]
+    # -cp names the config folder, not context parallelism; the group files give the batch
+    training = collect_training(short)
+    assert "context" not in training.get("parallel_topology", {})
+    assert training["micro_batch_size"] == 128  # data/mnist.yaml
     assert found["trainer/cpu"].hydra_group == "trainer"
     assert found["model/optimizer/adam"].hydra_group == "model/optimizer"
     assert found["callbacks/model_checkpoint"].hydra_group is None

@@ -35,7 +35,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from expdna.collectors.config_find import (
     READ_MAX,
@@ -214,16 +214,25 @@ def seedless_digest(values: Any) -> str | None:
     return ref_of(canonical_bytes(kept)) if found else None
 
 
-def parsed_config_values(ctx: CollectContext) -> list[Any]:
-    """The parsed values of each config file the run reads, in argv order (for the
-    training collector; unreadable and unparsed files are left out)."""
+class ConfigValues(NamedTuple):
+    #: The parsed values of each config file, in argv order.
+    values: list[Any]
+    #: The arguments whose value names a config file (``config``, Hydra's ``cp``): a path,
+    #: never a training value (``-cp /shared/configs`` is not context parallelism).
+    file_args: frozenset[str]
+
+
+def parsed_config_values(ctx: CollectContext) -> ConfigValues:
+    """The parsed values of each config file the run reads, in argv order, and the
+    arguments naming them (for the training collector; unreadable and unparsed files are
+    left out)."""
     deadline = time.monotonic() + ctx.timeout_s
     values = []
     try:
         candidates = find_config_files(ctx)
     except Exception as exc:  # training fields from argv must not depend on this
         log.debug("config files not found: %s", exc)
-        return []
+        return ConfigValues([], frozenset())
     for candidate in candidates:
         try:
             _, parsed, _ = _record(candidate, deadline)
@@ -232,7 +241,7 @@ def parsed_config_values(ctx: CollectContext) -> list[Any]:
             continue
         if parsed is not None:
             values.append(parsed)
-    return values
+    return ConfigValues(values, frozenset(c.arg for c in candidates if c.arg is not None))
 
 
 def collect_config_files(ctx: CollectContext) -> dict[str, Any]:
