@@ -21,6 +21,7 @@ a warning, never an error.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import logging
 import os
@@ -90,6 +91,7 @@ class Composition:
 # --- the search path ---------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
 def _hydra_package_conf() -> Path | None:
     """Hydra's own ``hydra/conf`` folder (first on every search path), without importing."""
     module = sys.modules.get("hydra")
