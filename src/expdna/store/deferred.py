@@ -64,6 +64,9 @@ class LogWriter:
     #: Whether gc works where this writes (a store directory; not a spool, whose upload
     #: makes the same check in the bucket).
     gc_reaches = True
+    #: Whether a pin's path is marked beside the log (a store directory's, which the next
+    #: training start reads: expdna.store.pinned_paths; not a spool's, which nothing reads).
+    marks_pins = True
 
     def __init__(self, config: StoreConfig) -> None:
         self.root = config.root
@@ -120,7 +123,8 @@ class LogWriter:
         size: int | None = None,
     ) -> str:
         name_ = self._append("pin", pin_body(run_id, digest, name, path, size))
-        mark_path(self.log, path)
+        if self.marks_pins:
+            mark_path(self.log, path)
         return name_
 
     def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
@@ -142,6 +146,7 @@ class SpoolWriter(LogWriter):
     :data:`expdna.store.uploader.WAIT_S`)."""
 
     gc_reaches = False
+    marks_pins = False
 
     def __init__(self, config: StoreConfig) -> None:
         from expdna.store.objects.spool import SPOOL, Spool
