@@ -284,9 +284,21 @@ def test_hydra_app_composed_from_two_config_groups(tmp_path: Path) -> None:
         "overrides": ["db=postgres", "model=large", "model.layers=12"],
     }
     saved = str(tmp_path / "out" / "a" / ".hydra" / "config.yaml")
-    assert list(config["config_files"]) == [saved]
-    assert config["config_values"]["config.yaml"] == composed
+    # the files Hydra composed, in its order (read from @hydra.main and the defaults list),
+    # then the config it saved
+    assert list(config["config_files"]) == [
+        *(str(conf / f) for f in ("db/postgres.yaml", "model/large.yaml", "config.yaml")),
+        saved,
+    ]
+    details = config["config_file_details"]
+    assert details[str(conf / "db/postgres.yaml")]["hydra_group"] == "db"
+    assert config["config_values"][".hydra/config.yaml"] == composed
+    assert config["config_values"]["db/postgres.yaml"] == {"driver": "postgresql", "port": 5432}
     assert a["training"]["global_batch_size"] == 32 and a["training"]["seeds"] == {"seed": 3}
+    # an app that changes directory into its output folder: the same files, found from
+    # where it started
+    moved = run("out/d", "db=postgres", "model=large", "hydra.job.chdir=True")
+    assert str(conf / "db/postgres.yaml") in moved["config"]["config_files"]
     # the same overrides in another output directory: the same DNA; another group: a new one
     b = run("out/b", "db=postgres", "model=large", "model.layers=12")
     assert b["dna"]["value"] == a["dna"]["value"]

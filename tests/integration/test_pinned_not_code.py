@@ -125,3 +125,102 @@ def test_the_hook_leaves_out_what_its_run_pinned(checkout: Path, tmp_path: Path)
     assert f"{PINNED} (1 file)" in notes
     elsewhere, _ = code_of(tmp_path / "other-store")
     assert elsewhere != before
+
+
+# --- a store whose index is PostgreSQL ----------------------------------------------------
+
+
+def _pg_cli(store: Path, url: str, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli_group,
+        ["--store", str(store), "--index-url", url, *args],
+        env={"EXPDNA_CACHE_DIR": str(store.parent / "cache")},
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout) if "--json" in args else result.stdout
+
+
+_HOOK = """
+import json, sys
+import expdna
+
+run = expdna.start(store=sys.argv[1], output_dir=sys.argv[2], caller_file=sys.argv[3])
+run.finish()
+doc = run.manifest.to_dict()
+print(json.dumps({
+    "code": run.manifest.dna.sections["code"],
+    "notes": doc["collection"]["collectors"]["git"].get("notes", []),
+    "sqlalchemy": [m for m in ("sqlalchemy", "psycopg") if m in sys.modules],
+}))
+"""
+
+
+@pytest.mark.postgres
+def test_pins_of_a_postgres_indexed_store_leave_the_code_too(
+    checkout: Path, tmp_path: Path, pg_url: str
+) -> None:
+    """The training process asks no PostgreSQL server and loads no SQLAlchemy: the marks
+    ``pin`` leaves beside the log say which checkpoints are pinned, for any index."""
+    import shutil
+    import subprocess
+
+    from expdna.store.index.engine import open_index
+    from expdna.store.index.migrate import upgrade
+
+    store, out = tmp_path / "store", tmp_path / "out"
+    out.mkdir()
+    index = open_index(store, pg_url)
+    upgrade(index)
+    index.dispose()
+    python = os.path.basename(sys.executable)
+    info = _pg_cli(store, pg_url, "generate", "--record", "--json", "-o", str(out / "a.json"),
+                   "--", python, "train.py")  # fmt: skip
+    first = json.loads(Path(info["path"]).read_text())
+    assert not (store / "expdna.sqlite").exists()  # the index is the server's
+    (checkout / "ckpt.pt").write_bytes(os.urandom(4096))
+    _pg_cli(store, pg_url, "pin", "ckpt.pt", "--run", first["run_id"])
+
+    def generate(name: str) -> dict[str, Any]:
+        info = _pg_cli(store, pg_url, "generate", "--json", "-o", str(out / name), "--",
+                       python, "train.py")  # fmt: skip
+        return dict(json.loads(Path(info["path"]).read_text()))
+
+    again = generate("b.json")
+    assert again["dna"]["value"] == first["dna"]["value"]
+    assert f"{PINNED} (1 file)" in _notes(again)
+
+    # the hook, in a training process of its own: same code section, nothing of SQL loaded
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env |= {"EXPDNA_INDEX_URL": pg_url, "EXPDNA_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", _HOOK, str(store), str(out), str(checkout / "train.py")],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    hooked = json.loads(done.stdout.strip().splitlines()[-1])
+    assert hooked["sqlalchemy"] == []
+    assert f"{PINNED} (1 file)" in hooked["notes"]
+    assert hooked["code"] == first["dna"]["sections"]["code"]
+
+    # a store pinned before the marks existed: reindex marks its pins from the log
+    shutil.rmtree(store / "objects" / "log" / "pinned")
+    assert generate("c.json")["dna"]["value"] != first["dna"]["value"]
+    _pg_cli(store, pg_url, "reindex")
+    assert pinned_paths([store]) == frozenset({str(checkout / "ckpt.pt")})
+    assert generate("d.json")["dna"]["value"] == first["dna"]["value"]
+
+
+def test_marks_of_long_paths_and_a_hostile_marks_folder(tmp_path: Path) -> None:
+    from expdna.store.objects.pinned import recorded, remember
+
+    log_root = tmp_path / "objects" / "log"
+    long = "/data/" + "checkpoints-of-a-very-long-experiment-name/" * 8 + "best.pt"
+    for path in (long, "~/proj/ckpt.pt", "/tmp/ünï cødé.pt"):
+        remember(log_root, path)
+        remember(log_root, path)  # again: nothing changes
+    assert sorted(recorded(log_root)) == sorted([long, "~/proj/ckpt.pt", "/tmp/ünï cødé.pt"])
+    assert len(list((log_root / "pinned").iterdir())) == 3
+    os.mkfifo(log_root / "pinned" / ("h-" + "0" * 64))  # never blocks the training start
+    (log_root / "pinned" / "p-!!not base64").write_text("")
+    assert len(recorded(log_root)) == 3
+    assert recorded(tmp_path / "nowhere") == []

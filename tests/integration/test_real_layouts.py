@@ -131,6 +131,62 @@ def test_hydra_overrides_are_config_and_seeds_stay_in_the_family(tmp_path: Path)
     assert family_of(docs[0]) == family_of(docs[2]) != family_of(docs[1])
 
 
+HYDRA_TEMPLATE = Path(__file__).parent.parent / "data" / "hydra_template"
+
+
+@pytest.mark.slow  # real `expdna generate`, `check` and `diff` processes
+def test_hydra_group_configs_outside_the_checkout_are_identity(tmp_path: Path) -> None:
+    """lightning-hydra-template with its configs shared outside the checkout
+    (``--config-path /shared``): every group file the defaults lists and the command line
+    choose is recorded; editing one changes the DNA, ``check`` fails on it and ``diff``
+    names it."""
+    import shutil
+
+    repo = _checkout(
+        tmp_path / "template", {"src/train.py": (HYDRA_TEMPLATE / "src/train.py").read_text()}
+    )
+    shared = tmp_path / "sharedcfg"
+    shutil.copytree(HYDRA_TEMPLATE / "configs", shared)
+    argv = ["python", "src/train.py", "--config-path", str(shared), "trainer=cpu", "model=mnist"]
+    a = _generate(repo, argv, tmp_path / "a.json")
+    doc = json.loads((tmp_path / "a.json").read_text())
+    files = doc["config"]["config_files"]
+    for name in ("train", "model/mnist", "model/optimizer/adam", "trainer/cpu", "trainer/default"):
+        assert str(shared / f"{name}.yaml") in files, name
+    assert doc["collection"]["collectors"]["config_files"]["status"] == "ok"
+
+    def check(manifest: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [EXPDNA, "check", str(manifest)], cwd=repo, capture_output=True, text=True
+        )
+
+    assert check(tmp_path / "a.json").returncode == 0
+    # the same files in another folder (``-cp``, the short flag): the same DNA
+    moved = tmp_path / "movedcfg"
+    shutil.copytree(shared, moved)
+    short = ["python", "src/train.py", "-cp", str(moved), "trainer=cpu", "model=mnist"]
+    assert _generate(repo, short, tmp_path / "moved.json")["dna"] == a["dna"]
+    mnist = shared / "model" / "mnist.yaml"
+    mnist.write_text(mnist.read_text().replace("compile: false", "compile: true"))
+    b = _generate(repo, argv, tmp_path / "b.json")
+    assert b["dna"] != a["dna"]
+    checked = check(tmp_path / "a.json")
+    assert checked.returncode == 1, checked.stdout
+    assert f"FAIL config.config_files.{mnist}" in checked.stdout
+    assert "changed keys: compile" in checked.stdout
+    shown = _diff(tmp_path / "a.json", tmp_path / "b.json")
+    assert "config.config_files[model/mnist.yaml]" in shown
+    assert "compile: false -> true" in shown
+    # another group choice: the group's file is paired with the first run's and named
+    gpu = _generate(repo, [*argv[:-2], "trainer=gpu", "model=mnist"], tmp_path / "gpu.json")
+    assert gpu["dna"] != b["dna"]
+    shown = _diff(tmp_path / "b.json", tmp_path / "gpu.json")
+    assert "config.config_files[trainer/cpu.yaml]" in shown
+    assert "accelerator: cpu -> gpu" in shown
+    assert "hydra_config: trainer/cpu -> trainer/gpu" in shown
+    assert "config.resolved_args.trainer: cpu -> gpu" in shown
+
+
 @pytest.mark.slow  # real `expdna generate` processes
 def test_the_launcher_shape_is_part_of_the_dna(tmp_path: Path) -> None:
     repo = _checkout(tmp_path / "ddp", {"multigpu_torchrun.py": "import torch\n"})

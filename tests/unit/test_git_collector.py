@@ -682,6 +682,30 @@ def test_expdnaignore_leaves_out_what_the_user_names(tmp_path: Path) -> None:
     assert collect(repo)["proj"]["dirty"] is True
 
 
+def test_what_expdnaignore_leaves_out_is_named_once_per_group(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "proj", {".gitignore": ".venv/\n*.log\n"})
+    write(repo / ".expdnaignore", "ckpts/\n*.ckpt\n!keep.ckpt\nscratch.txt\n*.log\n")
+    git("add", ".expdnaignore", cwd=repo)
+    git("commit", "-q", "-m", "ignore", cwd=repo)
+    for name in ("ckpts/a.pt", "ckpts/b.pt", "ckpts/c/d.pt", "sub/x.ckpt", "y.ckpt", "scratch.txt"):
+        write(repo / name, "x\n")
+    write(repo / "train.log", "gitignored: not code to begin with, so never named\n")
+    write(repo / ".venv" / "bin" / "python", "#!\n")
+    write(repo / "wandb" / "run-1" / "x.txt", "1\n")
+    section = collect_git(CollectContext(cwd=repo))
+    assert section["proj"]["dirty"] is False
+    assert section.notes == [
+        "left out as outputs: wandb/ (1 entry)",
+        "left out by .expdnaignore: *.ckpt (2 files)",
+        "left out by .expdnaignore: ckpts/ (3 entries)",
+        "left out by .expdnaignore: scratch.txt (1 file)",
+    ]
+    write(repo / "keep.ckpt", "a negated pattern: code\n")
+    state = collect(repo)["proj"]
+    assert state["dirty"] is True
+    assert "keep.ckpt" in state["patch"]["text"]  # type: ignore[index]
+
+
 def test_an_output_root_that_is_the_checkout_itself_excludes_nothing(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "proj")
     write(repo / "new.py", "x = 1\n")

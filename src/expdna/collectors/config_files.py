@@ -10,8 +10,9 @@ Which files (:func:`find_config_files`):
 - ``.py`` files given as positional arguments after the entry script (nanoGPT's
   ``python train.py config/train_gpt2.py``); the entry script itself is code, not config;
 - the value of a well-known flag whatever its extension: ``--config``, ``--config-file``,
-  ``--cfg``, ``--deepspeed``, ``--hparams`` (see :data:`CONFIG_FLAGS`), and Hydra's
-  ``--config-path DIR --config-name NAME`` (the primary config, ``DIR/NAME.yaml``);
+  ``--cfg``, ``--deepspeed``, ``--hparams`` (see :data:`CONFIG_FLAGS`);
+- a Hydra app's primary config and every file its defaults lists and command-line group
+  choices compose (:mod:`expdna.collectors.hydra_compose`), wherever they are;
 - Hydra's composed configuration, ``.hydra/config.yaml``, in the run's output directory
   (``start(output_dir=...)``, the working directory, or the output directory of a Hydra
   app running in this process), with its overrides.
@@ -34,7 +35,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from expdna.collectors.config_find import (
     READ_MAX,
@@ -117,9 +118,13 @@ def _decode(data: bytes) -> str:
 # --- recording -----------------------------------------------------------------------------
 
 
-def _labels(paths: list[Path]) -> dict[Path, str]:
-    """A short unique name per file: its name, with parent folders only where two clash."""
-    depth = {p: 1 for p in paths}
+def _labels(candidates: list[Candidate]) -> dict[Path, str]:
+    """A short unique name per file: its name, with parent folders only where two clash
+    (a Hydra config's with its group's folders: ``trainer/cpu.yaml``)."""
+    paths = [c.path for c in candidates]
+    depth = {
+        c.path: min((c.hydra_config or "").count("/") + 1, len(c.path.parts)) for c in candidates
+    }
     while True:
         labels = {p: "/".join(p.parts[-depth[p] :]) for p in paths}
         clashes = [p for p in paths if list(labels.values()).count(labels[p]) > 1]
@@ -137,6 +142,10 @@ def _record(candidate: Candidate, deadline: float) -> tuple[dict[str, Any], Any,
     path = candidate.path
     fmt = suffix_format(path.name)
     details: dict[str, Any] = {"source": candidate.source, "format": fmt}
+    if candidate.hydra_config is not None:
+        details["hydra_config"] = candidate.hydra_config
+    if candidate.hydra_group is not None:
+        details["hydra_group"] = candidate.hydra_group
     try:
         data = _read(path, deadline)
         text = _decode(data)
@@ -205,16 +214,25 @@ def seedless_digest(values: Any) -> str | None:
     return ref_of(canonical_bytes(kept)) if found else None
 
 
-def parsed_config_values(ctx: CollectContext) -> list[Any]:
-    """The parsed values of each config file the run reads, in argv order (for the
-    training collector; unreadable and unparsed files are left out)."""
+class ConfigValues(NamedTuple):
+    #: The parsed values of each config file, in argv order.
+    values: list[Any]
+    #: The arguments whose value names a config file (``config``, Hydra's ``cp``): a path,
+    #: never a training value (``-cp /shared/configs`` is not context parallelism).
+    file_args: frozenset[str]
+
+
+def parsed_config_values(ctx: CollectContext) -> ConfigValues:
+    """The parsed values of each config file the run reads, in argv order, and the
+    arguments naming them (for the training collector; unreadable and unparsed files are
+    left out)."""
     deadline = time.monotonic() + ctx.timeout_s
     values = []
     try:
         candidates = find_config_files(ctx)
     except Exception as exc:  # training fields from argv must not depend on this
         log.debug("config files not found: %s", exc)
-        return []
+        return ConfigValues([], frozenset())
     for candidate in candidates:
         try:
             _, parsed, _ = _record(candidate, deadline)
@@ -223,18 +241,19 @@ def parsed_config_values(ctx: CollectContext) -> list[Any]:
             continue
         if parsed is not None:
             values.append(parsed)
-    return values
+    return ConfigValues(values, frozenset(c.arg for c in candidates if c.arg is not None))
 
 
 def collect_config_files(ctx: CollectContext) -> dict[str, Any]:
     from expdna.manifest.redact import redact_text
 
     deadline = time.monotonic() + ctx.timeout_s
-    candidates = find_config_files(ctx)
+    warnings: list[str] = []
+    candidates = find_config_files(ctx, warnings)
     runtime = hydra_runtime()
     if not candidates and runtime is None:
-        raise NotAvailable("no config files in argv")
-    labels = _labels([c.path for c in candidates])
+        raise NotAvailable("; ".join(warnings) or "no config files in argv")
+    labels = _labels(candidates)
     args = sorted({c.arg for c in candidates if c.arg is not None})
     files: dict[str, str] = {}
     details: dict[str, Any] = {}
@@ -282,9 +301,9 @@ def collect_config_files(ctx: CollectContext) -> dict[str, Any]:
         else []
     )
     if unknown:
-        raise Unknown(section, "; ".join(unknown + hint))
-    if hint:
-        raise Partial(section, hint[0])
+        raise Unknown(section, "; ".join(unknown + hint + warnings))
+    if hint or warnings:
+        raise Partial(section, "; ".join(hint + warnings))
     return section
 
 

@@ -21,8 +21,10 @@ log = logging.getLogger(__name__)
 
 #: Larger files are not configuration: recorded as unknown rather than read.
 READ_MAX = 4 * 1024 * 1024
-#: At most this many config files per run (a glob of data files is not configuration).
+#: At most this many config files per run named by argv (a glob of data files is not
+#: configuration), and per Hydra composition (its defaults lists).
 MAX_FILES = 32
+MAX_HYDRA_FILES = 128
 
 SUFFIX_FORMATS: dict[str, str] = {
     ".yaml": "yaml",
@@ -52,8 +54,11 @@ CONFIG_FLAGS: frozenset[str] = frozenset(
         "-c",
     }
 )
-_HYDRA_PATH = frozenset({"--config-path", "--config_path", "-cp"})
-_HYDRA_NAME = frozenset({"--config-name", "--config_name", "-cn"})
+#: Hydra's flags whose value names its configs (read by :mod:`.hydra_compose`).
+_HYDRA_FLAGS = frozenset(
+    {"--config-path", "--config_path", "-cp", "--config-name", "--config_name", "-cn"}
+    | {"--config-dir", "--config_dir", "-cd"}
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,10 @@ class Candidate:
     source: str
     #: The argument (as parse_args names it) whose value names the file, if any.
     arg: str | None = None
+    #: A Hydra app's config: Hydra's name for it (``trainer/cpu``) and the group choice
+    #: that selected it (``trainer``; None for the primary and plain config entries).
+    hydra_config: str | None = None
+    hydra_group: str | None = None
 
 
 def _entry_and_words(argv: tuple[str, ...]) -> tuple[str | None, list[str], list[str]]:
@@ -113,8 +122,9 @@ def _under(path: Path, roots: list[Path]) -> bool:
     return False
 
 
-def find_config_files(ctx: CollectContext) -> list[Candidate]:
-    """The config files named by ``ctx.argv`` and Hydra's output directory, in argv order."""
+def find_config_files(ctx: CollectContext, warnings: list[str] | None = None) -> list[Candidate]:
+    """The config files named by ``ctx.argv``, composed by a Hydra app and in Hydra's output
+    directory, in argv order; what could not be found is said in ``warnings``."""
     entry, launcher, words = _entry_and_words(ctx.argv)
     skip = {os.path.realpath(ctx.cwd / entry)} if entry else set()
     if ctx.caller_file is not None:
@@ -141,8 +151,6 @@ def find_config_files(ctx: CollectContext) -> list[Candidate]:
             return  # written by this run (under its output directory)
         found.setdefault(os.path.realpath(path), Candidate(path, source, arg))
 
-    hydra_path: str | None = None
-    hydra_name: str | None = None
     flag: str | None = None  # the previous word, when it was an option without "=value"
     # A launcher's own config (accelerate's --config_file) counts too; its .py words do not.
     for position, word in enumerate([*launcher, *words]):
@@ -150,17 +158,13 @@ def find_config_files(ctx: CollectContext) -> list[Candidate]:
         if word.startswith("-") and len(word) > 1 and not _is_number(word):
             name, eq, value = word.partition("=")
             flag = None if eq else name
-            if eq and name in _HYDRA_PATH:
-                hydra_path = value
-            elif eq and name in _HYDRA_NAME:
-                hydra_name = value
+            if eq and name in _HYDRA_FLAGS:
+                pass
             elif eq and (name in CONFIG_FLAGS or suffix_format(value) not in (None, "python")):
                 add(value, name if name in CONFIG_FLAGS else "argument", name)
             continue
-        if flag in _HYDRA_PATH:
-            hydra_path = word
-        elif flag in _HYDRA_NAME:
-            hydra_name = word
+        if flag in _HYDRA_FLAGS:
+            pass
         elif flag in CONFIG_FLAGS:
             add(word, flag, flag)
         elif suffix_format(word) == "python":
@@ -169,11 +173,54 @@ def find_config_files(ctx: CollectContext) -> list[Candidate]:
         elif suffix_format(word) is not None:
             add(word, "argument", flag)
         flag = None
-    if hydra_name is not None:
-        _add_hydra_primary(ctx, entry, hydra_path, hydra_name, add)
+    named = list(found.values())
+    if len(named) > MAX_FILES:
+        _said(warnings, f"{len(named)} config files in argv; the first {MAX_FILES} recorded")
+    found = {os.path.realpath(c.path): c for c in named[:MAX_FILES]}
+    for candidate in _hydra_files(ctx, entry, words, warnings):
+        found.setdefault(os.path.realpath(candidate.path), candidate)
     for directory in _hydra_output_dirs(ctx):
         add(str(directory / ".hydra" / "config.yaml"), "hydra")
-    return list(found.values())[:MAX_FILES]
+    return list(found.values())
+
+
+def _said(warnings: list[str] | None, message: str) -> None:
+    log.info("%s", message)
+    if warnings is not None:
+        warnings.append(message)
+
+
+def _hydra_files(
+    ctx: CollectContext, entry: str | None, words: list[str], warnings: list[str] | None
+) -> list[Candidate]:
+    """A Hydra app's primary config and the files its defaults lists compose."""
+    from expdna.collectors.hydra_compose import compose_files
+
+    # In a Hydra app that changed directory (hydra.job.chdir), argv is relative to where
+    # it started.
+    runtime = hydra_runtime()
+    cwd = Path(runtime["cwd"]) if runtime is not None and runtime.get("cwd") else ctx.cwd
+    composition = compose_files(cwd, entry, words)
+    if composition is None:
+        return []
+    for message in composition.warnings:
+        _said(warnings, message)
+    files = composition.files
+    if len(files) > MAX_HYDRA_FILES:
+        _said(warnings, f"Hydra composes {len(files)} files; the first {MAX_HYDRA_FILES} recorded")
+    # Its value is the directory, whose files' digests stand for it (as parse_args names it).
+    flag = composition.path_flag
+    path_arg = flag.lstrip("-").replace("-", "_") if flag else None
+    return [
+        Candidate(
+            f.path,
+            "--config-name" if f.primary else "hydra-defaults",
+            path_arg if f.primary else None,
+            f.config,
+            f.group,
+        )
+        for f in files[:MAX_HYDRA_FILES]
+    ]
 
 
 def _is_number(word: str) -> bool:
@@ -182,24 +229,6 @@ def _is_number(word: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _add_hydra_primary(
-    ctx: CollectContext, entry: str | None, config_path: str | None, name: str, add: Any
-) -> None:
-    """Hydra's primary config: ``--config-name`` inside ``--config-path`` (relative to the
-    working directory, or to the entry script's folder as in ``@hydra.main``)."""
-    if config_path is None:
-        return
-    file = name if name.endswith((".yaml", ".yml")) else f"{name}.yaml"
-    bases = [ctx.cwd]
-    if entry:
-        bases.append((ctx.cwd / entry).parent)
-    for base in bases:
-        candidate = base / config_path / file
-        if _existing(ctx.cwd, str(candidate)) is not None:
-            add(str(candidate), "--config-name", "--config-path")
-            return
 
 
 def hydra_runtime() -> dict[str, Any] | None:
@@ -214,6 +243,7 @@ def hydra_runtime() -> dict[str, Any] | None:
             return None
         cfg = hydra_config.get()
         return {
+            "cwd": str(cfg.runtime.cwd),
             "output_dir": str(cfg.runtime.output_dir),
             "config_name": cfg.job.config_name,
             "overrides": [str(o) for o in cfg.overrides.task],

@@ -25,11 +25,14 @@ from typing import Any
 from expdna.collectors import process
 from expdna.collectors.context import CollectContext, NotAvailable, Noted, Partial, Unknown
 from expdna.collectors.outputs import (
+    IGNORE_FILE,
     PINNED_GROUP,
     LeftOut,
+    add_ignored,
     add_known,
     exclude_options,
     ignore_options,
+    is_known_output,
 )
 from expdna.collectors.unversioned import unversioned_tree
 from expdna.collectors.worktree import (
@@ -265,8 +268,23 @@ def _untracked(
         top, "ls-files", "--others", "--ignored", "--directory", *excludes, "-z",
         "--", ".", *exclusions(top, roots),
     ).stdout  # fmt: skip
-    add_known(left_out, top, [os.fsdecode(e) for e in known.split(b"\0") if e])
+    entries = [os.fsdecode(e) for e in known.split(b"\0") if e]
+    add_known(left_out, top, entries)
+    _ignored_by_file(git, top, [e for e in entries if not is_known_output(e)], left_out)
     return work, left_out
+
+
+def _ignored_by_file(git: _Git, top: Path, entries: list[str], left_out: LeftOut) -> None:
+    """Name what ``.expdnaignore`` left out (and nothing else would): git says which
+    ignore file decided each entry when ``.expdnaignore`` stands in for the global one."""
+    ignore = top / IGNORE_FILE
+    if not entries or not ignore.is_file():
+        return
+    matched = git(
+        top, "-c", f"core.excludesFile={ignore}", "check-ignore", "-v", "-z", "--stdin",
+        check=False, input=b"\0".join(os.fsencode(e) for e in entries) + b"\0",
+    ).stdout  # fmt: skip
+    add_ignored(left_out, top, matched, ignore)
 
 
 def _not_pinned(

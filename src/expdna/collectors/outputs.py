@@ -18,7 +18,9 @@ never is. Each group left out is named once for the manifest's ``collection``
 (``wandb/ (12 entries)``: a folder git was told not to walk is counted by its entries, not
 its files, which would cost more than the whole collection). A ``.expdnaignore`` file
 (gitignore syntax) at the top of the checkout covers the rest; git applies it
-(:func:`ignore_options`).
+(:func:`ignore_options`), and what it leaves out that nothing else would is named too
+(``left out by .expdnaignore: *.ckpt (3 files)``, a folder by its entries:
+:func:`add_ignored`).
 """
 
 from __future__ import annotations
@@ -81,14 +83,23 @@ class LeftOut:
     groups: dict[str, int] = field(default_factory=dict)
     #: Folders git never walked: folder -> entries directly in it.
     folders: dict[str, int] = field(default_factory=dict)
+    #: Left out by ``.expdnaignore`` alone: its pattern -> files, and folders -> entries.
+    ignored: dict[str, int] = field(default_factory=dict)
+    ignored_folders: dict[str, int] = field(default_factory=dict)
 
     def add(self, group: str) -> None:
         self.groups[group] = self.groups.get(group, 0) + 1
 
     def notes(self) -> list[str]:
-        said = {group: _count(count, "file") for group, count in self.groups.items()}
-        said |= {folder: _count(count, "entry") for folder, count in self.folders.items()}
-        return [f"left out as outputs: {group} ({said[group]})" for group in sorted(said)]
+        return _said("left out as outputs", self.groups, self.folders) + _said(
+            f"left out by {IGNORE_FILE}", self.ignored, self.ignored_folders
+        )
+
+
+def _said(why: str, files: Mapping[str, int], folders: Mapping[str, int]) -> list[str]:
+    said = {group: _count(count, "file") for group, count in files.items()}
+    said |= {folder: _count(count, "entry") for folder, count in folders.items()}
+    return [f"{why}: {group} ({said[group]})" for group in sorted(said)]
 
 
 def _count(count: int, noun: str) -> str:
@@ -196,6 +207,26 @@ def add_known(left_out: LeftOut, top: Path, entries: Iterable[str]) -> None:
             name = entry.rsplit("/", 1)[-1]
             group = next(g for g in OUTPUT_FILES if fnmatch.fnmatchcase(name, g))
             left_out.add(group)
+
+
+def add_ignored(left_out: LeftOut, top: Path, matched: bytes, ignore_file: Path) -> None:
+    """Count into ``left_out`` the entries ``.expdnaignore`` left out: ``matched`` is
+    ``git -c core.excludesFile=<.expdnaignore> check-ignore -v -z`` output, whose source
+    names the file that decided each path (a ``.gitignore`` outranks it: such a path was
+    never the user's code to begin with). A folder is counted by its entries, a file by the
+    pattern that matched it."""
+    fields = matched.split(b"\0")
+    wanted = os.path.realpath(ignore_file)
+    for i in range(0, len(fields) - 3, 4):
+        source, _line, pattern, path = (os.fsdecode(f) for f in fields[i : i + 4])
+        if not source or pattern.startswith("!"):
+            continue  # not matched, or un-ignored by a negation
+        if os.path.realpath(top / source) != wanted:
+            continue
+        if path.endswith("/"):
+            left_out.ignored_folders[path] = count_entries(top / path)
+        else:
+            left_out.ignored[pattern] = left_out.ignored.get(pattern, 0) + 1
 
 
 def ignore_options(top: Path) -> list[str]:

@@ -3,8 +3,9 @@
 A manifest keys its config files by path, and a path names a machine's layout: the same
 ``exp.yaml`` under ``/shared`` and under ``/elsewhere`` is one file in two places (the DNA
 already leaves the path out). ``diff`` pairs config files by their role, the flag that
-named them (``--config``), else their short name (``exp.yaml``), and keys both runs' files
-by the first run's short name, so a moved file is equal and a changed one is named.
+named them (``--config``), the Hydra group that chose them (``trainer``), else their short
+name (``exp.yaml``), and keys both runs' files by the first run's short name, so a moved
+file is equal and a changed one is named.
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ def _flag(config: Mapping[str, Any], path: str) -> str | None:
     return source if isinstance(source, str) and source.startswith("-") else None
 
 
+def _hydra_group(config: Mapping[str, Any], path: str) -> str | None:
+    """A Hydra group's choice plays the group's part (``trainer/cpu.yaml`` for
+    ``trainer/gpu.yaml`` when the runs chose differently)."""
+    group = _details(config).get(path, {}).get("hydra_group")
+    return f"hydra group {group}" if isinstance(group, str) and group else None
+
+
 def _unique(roles: Mapping[str, str | None]) -> dict[str, str]:
     """``{role: path}`` for the roles exactly one file has."""
     seen: dict[str, list[str]] = {}
@@ -51,10 +59,11 @@ def _unique(roles: Mapping[str, str | None]) -> dict[str, str]:
 
 
 def pair_config_files(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, str]:
-    """``{path in a: path in b}``: by the same path, then flag, then short name; one-to-one."""
+    """``{path in a: path in b}``: by the same path, then flag, Hydra group, short name;
+    one-to-one."""
     paths_a, paths_b = _paths(a), _paths(b)
     pairs = {p: p for p in paths_a if p in paths_b}
-    for role_of in (_flag, short_name):
+    for role_of in (_flag, _hydra_group, short_name):
         left = [p for p in paths_a if p not in pairs]
         free = [p for p in paths_b if p not in pairs.values()]
         in_a = _unique({p: role_of(a, p) for p in left})

@@ -32,6 +32,7 @@ from expdna.store.errors import unwritable
 from expdna.store.logbodies import pin_body, plain_metrics
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.log import StoreLog
+from expdna.store.objects.pinned import mark_path
 
 if TYPE_CHECKING:
     from expdna.manifest.model import Manifest
@@ -63,6 +64,9 @@ class LogWriter:
     #: Whether gc works where this writes (a store directory; not a spool, whose upload
     #: makes the same check in the bucket).
     gc_reaches = True
+    #: Whether a pin's path is marked beside the log (a store directory's, which the next
+    #: training start reads: expdna.store.pinned_paths; not a spool's, which nothing reads).
+    marks_pins = True
 
     def __init__(self, config: StoreConfig) -> None:
         self.root = config.root
@@ -118,7 +122,10 @@ class LogWriter:
         path: str | None = None,
         size: int | None = None,
     ) -> str:
-        return self._append("pin", pin_body(run_id, digest, name, path, size))
+        name_ = self._append("pin", pin_body(run_id, digest, name, path, size))
+        if self.marks_pins:
+            mark_path(self.log, path)
+        return name_
 
     def record_status(self, run_id: str, status: Mapping[str, Any]) -> str | None:
         """How the run ended, as a ``status`` entry (expdna.store.status applies it)."""
@@ -139,6 +146,7 @@ class SpoolWriter(LogWriter):
     :data:`expdna.store.uploader.WAIT_S`)."""
 
     gc_reaches = False
+    marks_pins = False
 
     def __init__(self, config: StoreConfig) -> None:
         from expdna.store.objects.spool import SPOOL, Spool

@@ -5,14 +5,17 @@ run's output, not code: the next run of the same command must not get a new DNA 
 The code collector asks this module at collection time, inside its deadline and in the
 training process, so it must cost a few milliseconds and import no SQLAlchemy: one fixed
 statement on the local SQLite index opened read-only
-(:mod:`expdna.store.index.readonly`), plus the ``pin`` entries still pending in the log
-(written by a training process, not yet applied to the index).
+(:mod:`expdna.store.index.readonly`), the marks every pin leaves beside the log for any
+index (:mod:`expdna.store.objects.pinned`: one directory listing; how a PostgreSQL index's
+pins are known here), and the ``pin`` entries still pending in the log (written by an older
+training process, not yet applied to the index).
 
 Paths are compared as the store keeps them, which is how the hook and ``expdna pin``
 write them: the resolved path, redacted, the user's own home as ``~``. A path redaction
 rewrote otherwise (another user's home as ``<HOME>``) is not found again and stays code.
-A PostgreSQL index is not asked (no driver in the standard library): only its pending
-pins count. Nothing here raises: an unreadable store knows no pins.
+A PostgreSQL index is never asked (no driver in the standard library, and the training
+process loads no SQLAlchemy): the marks stand for it; pins made before the marks existed are
+marked by ``expdna reindex``. Nothing here raises: an unreadable store knows no pins.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from expdna.store import SQLITE_NAME
 from expdna.store.index.readonly import read_only_uri
 from expdna.store.objects.log import LOG_DIR, PENDING_DIR, is_entry_name
+from expdna.store.objects.pinned import recorded
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +83,9 @@ def pinned_paths(roots: Iterable[Path], *, timeout_s: float = 0.5) -> frozenset[
     """The absolute paths of every checkpoint pinned in the stores at ``roots``."""
     found: set[str] = set()
     for root in roots:
-        for recorded in [*_indexed(root / SQLITE_NAME, timeout_s), *_pending(root)]:
-            local = _as_local(recorded)
+        marked = recorded(root / "objects" / LOG_DIR)
+        for kept in [*_indexed(root / SQLITE_NAME, timeout_s), *marked, *_pending(root)]:
+            local = _as_local(kept)
             if os.path.isabs(local):
                 found.add(os.path.normpath(local))
     return frozenset(found)

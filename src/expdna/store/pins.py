@@ -15,6 +15,7 @@ from expdna.store.entities import PinRecord
 from expdna.store.index.read import Reader, Row, reader_of, when
 from expdna.store.logbodies import pin_body
 from expdna.store.objects.log import LogEntry
+from expdna.store.objects.pinned import mark_path
 from expdna.store.queries import resolve, run_pk
 
 if TYPE_CHECKING:
@@ -156,4 +157,6 @@ def pin(
     with index.read() as conn:
         run = resolve(conn, run_id)
     body["run_id"] = run.run_id
-    return write_logged(index, log, "pin", body, apply_entry)
+    record = write_logged(index, log, "pin", body, apply_entry)
+    mark_path(log, body.get("path"))
+    return record

@@ -63,6 +63,7 @@ from expdna.store.maintenance import irregular_objects
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.interface import LogStore, ObjectStore
 from expdna.store.objects.log import LogEntry
+from expdna.store.objects.pinned import mark_path
 from expdna.store.objects.place import open_objects
 from expdna.store.record.prepare import BlobData, Prepared, prepare_doc, references
 from expdna.store.record.sections import SectionMemo
@@ -250,6 +251,9 @@ class _Rebuild:
                         apply[entry.kind](conn, entry)
                 except ExpdnaError as exc:
                     self.problems.append(f"log entry {entry.name} ({entry.kind}): {exc}")
+                else:
+                    if entry.kind == "pin" and self.log is not None:
+                        mark_path(self.log, entry.body.get("path"))  # stores pinned before
                 log_applied(conn, entry.name, entry.kind)
 
     def adopt(self, digests: list[str]) -> int:
