@@ -309,3 +309,14 @@ def test_a_manifest_without_status_reads_as_unknown(repo: Path, tmp_path: Path) 
     assert row["state"] is None and row["unfinished"] is False
     assert expdna(tmp_path, repo, "runs").stdout.splitlines()[1].split()[3] == "unknown"
     assert runs(tmp_path, repo, "--where", "status.state=failed") == []
+
+
+def test_an_output_dir_that_cannot_be_made_is_one_error_line(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a directory\n")
+    out = tmp_path / "afile" / "out"
+    done = expdna(tmp_path, repo, "run", "--output-dir", str(out), "--", "touch", "ran")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"expdna: error: --output-dir {out}: cannot be created: Not a directory"
+    ]
+    assert not (repo / "ran").exists()

@@ -197,7 +197,12 @@ def run_command(
     begun = datetime.now(timezone.utc)
     if output_dir.exists() and not output_dir.is_dir():
         raise InvalidInputError(f"--output-dir {output_dir}: not a directory")
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file on the way, a read-only or virtual file system
+        raise InvalidInputError(
+            f"--output-dir {output_dir}: cannot be created: {exc.strerror or exc}"
+        ) from exc
     path, manifest = collect_and_write(
         argv,
         output_dir,
