@@ -531,11 +531,14 @@ class Store:
         """Every run with the DNA of ``ref`` (a run id, a DNA prefix or a manifest);
         ``across_seeds``: every run of its family (the same DNA once seeds are left out)."""
         if not isinstance(ref, str):  # a Manifest: pydantic is loaded already
-            from expdna.manifest.dna import compute_dna
+            from expdna.manifest.dna import stored_version, verify_dna
             from expdna.manifest.family import family_of
 
-            dna: str = compute_dna(ref).value
-            family: str | None = family_of(ref)
+            # In the DNA version it was written in, as record computes it: a file and the
+            # run recorded from it have the same twins.
+            version = stored_version(ref)
+            dna: str = verify_dna(ref).value
+            family: str | None = family_of(ref, version=version)
         else:
             record = self.get(ref)
             dna, family = record.dna, record.family
