@@ -143,11 +143,15 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.parametrize("lost", ["deleted", "emptied"])
 def test_every_command_on_a_store_without_its_index_names_reindex(
-    one_run: tuple[Path, str], tmp_path: Path
+    one_run: tuple[Path, str], tmp_path: Path, lost: str
 ) -> None:
     store, run_id = one_run
     (store / SQLITE_NAME).unlink()
+    if lost == "emptied":  # truncated to nothing: no schema, as good as gone
+        (store / SQLITE_NAME).write_bytes(b"")
+    left = sorted(p.name for p in store.iterdir())
     named = {
         "RUN": run_id,
         "OUT": str(tmp_path / "o.parquet"),
@@ -158,7 +162,8 @@ def test_every_command_on_a_store_without_its_index_names_reindex(
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         assert "index missing: run expdna reindex" in done.stderr, (command, done.stderr)
         assert len(done.stderr.splitlines()) == 1, (command, done.stderr)
-        assert sorted(p.name for p in store.iterdir()) == ["objects"], command
+        assert sorted(p.name for p in store.iterdir()) == left, command
+        assert not (store / SQLITE_NAME).exists() or (store / SQLITE_NAME).stat().st_size == 0
     fsck = run(store, "fsck")
     assert fsck.returncode == 1 and "index missing: run expdna reindex" in fsck.stdout
     rebuilt = run(store, "reindex")
