@@ -110,6 +110,20 @@ def _sqlite_file(config: StoreConfig) -> Path | None:
     return Path(str(resolved.database)) if resolved.drivername == "sqlite" else None
 
 
+def _refuse_a_blank_index(config: StoreConfig, database: Path) -> None:
+    """An SQLite index without expdna's tables over objects that hold a store: lost, as a
+    deleted one is. A query must not make it a new, empty index that answers "no runs"."""
+    from expdna.store.errors import IndexMissingError
+    from expdna.store.objects.idfile import holds_objects
+    from expdna.store.presence import INDEX_MISSING, OBJECTS
+
+    if config.remote is None and holds_objects(config.root / OBJECTS):
+        raise IndexMissingError(
+            f"{INDEX_MISSING} (index {database} holds no expdna tables; object directory "
+            f"{config.root / OBJECTS} holds the store)"
+        )
+
+
 def _bring_current(
     config: StoreConfig,
     database: Path | None,
@@ -356,6 +370,8 @@ class Store:
             reads = SqliteFile(database)
         try:
             found = stored_revision(reads) if checked else HEAD
+            if found is None and database is not None:
+                _refuse_a_blank_index(config, database)
             if found != HEAD:
                 _bring_current(config, database, found, upgrade, mounts_file)
         except BaseException:
