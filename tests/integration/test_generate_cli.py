@@ -160,3 +160,22 @@ def test_help_explains() -> None:
     assert done.returncode == 0
     for word in ("--output", "--repo", "--data", "--json", "ARGV"):
         assert word in done.stdout
+
+
+@pytest.mark.parametrize("command", [["generate", "-o"], ["run", "--output-dir"]])
+def test_a_removed_current_directory_is_one_error_line(tmp_path: Path, command: list[str]) -> None:
+    gone, out = tmp_path / "gone", tmp_path / "out"
+    gone.mkdir()
+    removing = ["sh", "-c", 'cd "$1" && rmdir "$1" && shift && exec "$@"', "sh", str(gone)]
+    done = subprocess.run(
+        [*removing, EXPDNA, *command, str(out), "--", "python", "train.py"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "expdna: error: the current directory no longer exists (removed or moved): "
+        "cd to one that does"
+    ]
+    assert not out.is_file() and not list(out.glob("manifest_*"))  # no manifest written

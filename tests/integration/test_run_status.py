@@ -51,8 +51,8 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         EXPDNA_STORE=str(tmp_path / "store"),
         EXPDNA_CACHE_DIR=str(tmp_path / "cache"),
         OUT=str(tmp_path / "out"),
-        **extra,
     )
+    env.update(extra)
     return env
 
 
@@ -309,3 +309,44 @@ def test_a_manifest_without_status_reads_as_unknown(repo: Path, tmp_path: Path) 
     assert row["state"] is None and row["unfinished"] is False
     assert expdna(tmp_path, repo, "runs").stdout.splitlines()[1].split()[3] == "unknown"
     assert runs(tmp_path, repo, "--where", "status.state=failed") == []
+
+
+def test_an_output_dir_that_cannot_be_made_is_one_error_line(repo: Path, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("not a directory\n")
+    out = tmp_path / "afile" / "out"
+    done = expdna(tmp_path, repo, "run", "--output-dir", str(out), "--", "touch", "ran")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"expdna: error: --output-dir {out}: cannot be created: Not a directory"
+    ]
+    assert not (repo / "ran").exists()
+
+
+def test_a_store_that_refuses_the_run_leaves_the_commands_exit_code(
+    repo: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "not-a-store").write_text("a file where the store should be\n")
+    out = tmp_path / "run-out"
+    done = expdna(
+        tmp_path,
+        repo,
+        "run",
+        "--record",
+        "--json",
+        "--output-dir",
+        str(out),
+        "--",
+        "python",
+        "-c",
+        "raise SystemExit(3)",
+        EXPDNA_STORE=str(tmp_path / "not-a-store"),
+    )
+    assert done.returncode == 3, done.stderr
+    [path] = out.glob("manifest_*.json")
+    refused = [line for line in done.stderr.splitlines() if "not recorded" in line]
+    assert refused == [
+        f"expdna: error: not recorded: {tmp_path / 'not-a-store'}: cannot create the store: "
+        f"File exists (`expdna record {path}` records it later)"
+    ]
+    assert json.loads(done.stdout)["status"]["state"] == "failed"
+    assert json.loads(path.read_text())["status"]["exit_code"] == 3

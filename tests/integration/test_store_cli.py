@@ -268,3 +268,40 @@ def test_generate_record(repo: Path, tmp_path: Path) -> None:
         assert "print('changed')" in shown["code"]["proj"]["patch"]["text"]
         assert opened.fsck().ok
     assert git(repo, "status", "--porcelain") == "M train.py"
+
+
+def test_twins_of_a_manifest_file_of_an_older_dna_version(tmp_path: Path) -> None:
+    from expdna.manifest.dna import compute_dna
+
+    old = synthetic(700, setup=700)
+    old.dna = compute_dna(old, version=2)
+    path = write_manifest(old, tmp_path / "old.json")
+    store = tmp_path / "store"
+    assert run(store, "record", str(path)).returncode == 0
+    by_run = rows(invoke(store, "twins", old.run_id, "--json").stdout)
+    assert [t["dna"] for t in by_run] == [old.dna.value]
+    # the file names the run recorded from it, in the version it was written in
+    assert rows(invoke(store, "twins", str(path), "--json").stdout) == by_run
+    assert rows(invoke(store, "twins", str(path), "--across-seeds", "--json").stdout) == by_run
+
+
+def test_twins_of_an_edited_manifest_file_says_so(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    manifest = synthetic(710, setup=710)
+    assert run(store, "record", str(write_manifest(manifest, tmp_path / "a.json"))).returncode == 0
+    doc = json.loads((tmp_path / "a.json").read_text())
+    doc["dna"]["value"] = "0" * 64
+    (tmp_path / "edited.json").write_text(json.dumps(doc))
+    edited = invoke(store, "twins", str(tmp_path / "edited.json"), "--json")
+    assert edited.exit_code == 0
+    [twin] = rows(edited.stdout)
+    assert twin["run_id"] == manifest.run_id
+    assert edited.stderr.splitlines() == [
+        f"expdna: warning: {tmp_path / 'edited.json'}: stored DNA 000000000000 does not match "
+        f"its content ({twin['dna'][:12]}); looking for twins of the recomputed one"
+    ]
+    doc["dna"]["version"] = 99
+    (tmp_path / "future.json").write_text(json.dumps(doc))
+    future = invoke(store, "twins", str(tmp_path / "future.json"))
+    assert future.exit_code == 2
+    assert future.stderr.startswith(f"expdna: error: {tmp_path / 'future.json'}: DNA version 99")

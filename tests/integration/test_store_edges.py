@@ -143,11 +143,15 @@ COMMANDS = [
 ]
 
 
+@pytest.mark.parametrize("lost", ["deleted", "emptied"])
 def test_every_command_on_a_store_without_its_index_names_reindex(
-    one_run: tuple[Path, str], tmp_path: Path
+    one_run: tuple[Path, str], tmp_path: Path, lost: str
 ) -> None:
     store, run_id = one_run
     (store / SQLITE_NAME).unlink()
+    if lost == "emptied":  # truncated to nothing: no schema, as good as gone
+        (store / SQLITE_NAME).write_bytes(b"")
+    left = sorted(p.name for p in store.iterdir())
     named = {
         "RUN": run_id,
         "OUT": str(tmp_path / "o.parquet"),
@@ -158,11 +162,38 @@ def test_every_command_on_a_store_without_its_index_names_reindex(
         assert done.returncode == 2, (command, done.stdout, done.stderr)
         assert "index missing: run expdna reindex" in done.stderr, (command, done.stderr)
         assert len(done.stderr.splitlines()) == 1, (command, done.stderr)
-        assert sorted(p.name for p in store.iterdir()) == ["objects"], command
+        assert sorted(p.name for p in store.iterdir()) == left, command
+        assert not (store / SQLITE_NAME).exists() or (store / SQLITE_NAME).stat().st_size == 0
     fsck = run(store, "fsck")
     assert fsck.returncode == 1 and "index missing: run expdna reindex" in fsck.stdout
     rebuilt = run(store, "reindex")
     assert rebuilt.returncode == 0, rebuilt.stdout
+    assert run(store, "show", run_id).returncode == 0
+
+
+def test_a_query_on_an_index_without_tables_names_reindex_and_writes_nothing(
+    one_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    store, run_id = one_run
+    (store / SQLITE_NAME).unlink()
+    for leftover in store.glob(SQLITE_NAME + "-*"):
+        leftover.unlink()
+    blank = sqlite3.connect(store / SQLITE_NAME)  # a valid SQLite file, no expdna tables
+    with blank:
+        blank.execute("CREATE TABLE t (x)")
+        blank.execute("DROP TABLE t")
+    blank.close()
+    before = (store / SQLITE_NAME).read_bytes()
+    for command in (("runs",), ("show", run_id), ("twins", run_id), ("stability", run_id)):
+        done = run(store, *command)
+        assert done.returncode == 2, (command, done.stdout, done.stderr)
+        assert done.stderr.startswith("expdna: error: index missing: run expdna reindex"), command
+        assert len(done.stderr.splitlines()) == 1, (command, done.stderr)
+    fsck = run(store, "fsck")
+    assert fsck.returncode == 1
+    assert fsck.stdout.startswith("problem: index missing: run expdna reindex"), fsck.stdout
+    assert (store / SQLITE_NAME).read_bytes() == before  # no schema made behind our back
+    assert run(store, "reindex").returncode == 0
     assert run(store, "show", run_id).returncode == 0
 
 

@@ -118,6 +118,8 @@ def test_pin_and_which_errors(tmp_path: Path) -> None:
         ("pin", str(checkpoint), "--run", runs[0], "--name", ""),
         ("which", str(tmp_path)),
         ("which", "blake3:../../etc/passwd"),
+        ("which", ""),  # no name, as pin refuses it
+        ("which", str(checkpoint), "  "),
     ):
         result = cli(root, *args)
         assert result.exit_code == 2, (args, result.output)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 from typing import Any
 
 import click
@@ -153,6 +154,14 @@ class _Group(click.Group):
             click.echo(f"expdna: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
         except OSError as exc:
+            if isinstance(exc, FileNotFoundError) and not _cwd_exists():
+                # the shell's directory was removed under it: every relative path is gone
+                click.echo(
+                    "expdna: error: the current directory no longer exists (removed or "
+                    "moved): cd to one that does",
+                    err=True,
+                )
+                ctx.exit(2)
             if exc.errno not in _REFUSED_WRITES:
                 raise
             # a filesystem that refuses a write (read-only, full, not ours): one line
@@ -164,6 +173,14 @@ class _Group(click.Group):
             # of the batch being written rolled back, and its blobs are left for gc
             click.echo("expdna: interrupted", err=True)
             ctx.exit(130)
+
+
+def _cwd_exists() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 #: errno values of a write the filesystem refuses: reported in one line, exit 2.

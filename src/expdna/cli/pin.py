@@ -10,7 +10,7 @@ import click
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.digest.refs import ref
-from expdna.errors import NotFoundError
+from expdna.errors import InvalidInputError, NotFoundError
 from expdna.manifest.display import short
 from expdna.store.entities import PinRecord, iso
 
@@ -89,6 +89,8 @@ def which_command(
     MATCHES says whether the file still holds the pinned bytes (the pinned path, when
     asked by name). Exit 1 when no run pinned one of them.
     """
+    if any(not target.strip() for target in targets):
+        raise InvalidInputError("which: an empty name names no checkpoint")
     with open_store(config, read_only=True) as store:
         found = {target: store.which(target) for target in dict.fromkeys(targets)}
     missing = [target for target, pins in found.items() if not pins]

@@ -15,6 +15,7 @@ import click
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.digest.refs import ref
+from expdna.errors import InvalidInputError
 from expdna.manifest.display import short
 from expdna.manifest.times import parse_time
 from expdna.store.entities import RunRecord, RunSummary, iso
@@ -241,9 +242,28 @@ def twins_command(
         from expdna.manifest.io import load_manifest
 
         target = load_manifest(ref)
+        _warn_if_edited(ref, target)
     with open_store(config, read_only=True) as store:
         runs = store.twins(target, across_seeds=across_seeds)
     emit_runs(ctx, runs, as_json)
+
+
+def _warn_if_edited(path: str, manifest: Manifest) -> None:
+    """Say so on stderr when a file's stored DNA is not that of its content (as diff does)."""
+    from expdna.manifest.dna import verify_dna
+
+    if manifest.dna is None:
+        return
+    try:
+        actual = verify_dna(manifest).value
+    except ValueError as exc:  # a DNA version from a newer expdna: record refuses it too
+        raise InvalidInputError(f"{path}: {exc}") from None
+    if actual != manifest.dna.value:
+        click.echo(
+            f"expdna: warning: {path}: stored DNA {short(manifest.dna.value)} does not match "
+            f"its content ({short(actual)}); looking for twins of the recomputed one",
+            err=True,
+        )
 
 
 @click.command("find")

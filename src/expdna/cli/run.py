@@ -30,7 +30,7 @@ import click
 from expdna.cli.generate import collect_and_write, collect_options
 from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, pass_config
-from expdna.errors import InvalidInputError
+from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.manifest.dna import short
 
 if TYPE_CHECKING:
@@ -197,7 +197,12 @@ def run_command(
     begun = datetime.now(timezone.utc)
     if output_dir.exists() and not output_dir.is_dir():
         raise InvalidInputError(f"--output-dir {output_dir}: not a directory")
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file on the way, a read-only or virtual file system
+        raise InvalidInputError(
+            f"--output-dir {output_dir}: cannot be created: {exc.strerror or exc}"
+        ) from exc
     path, manifest = collect_and_write(
         argv,
         output_dir,
@@ -233,11 +238,27 @@ def run_command(
         final.metrics = {**final.metrics, **metrics}
     write_manifest(final, path)
     if record:
-        from expdna.cli.record import record_generated
-
-        record_generated(config, final)
+        _record(config, final, path)
     _report(final, path, as_json)
     raise SystemExit(128 - code if code < 0 else code)
+
+
+def _record(config: StoreConfig, manifest: Manifest, path: Path) -> None:
+    """Record the finished run; a store that refuses it is one line, not the exit code.
+
+    The command has run by now: its exit code is still the one to give, and the manifest
+    file holds the run for a later ``expdna record``.
+    """
+    from expdna.cli.record import record_generated
+
+    try:
+        record_generated(config, manifest)
+    except (ExpdnaError, OSError) as exc:
+        reason = str(exc) if isinstance(exc, ExpdnaError) else exc.strerror or str(exc)
+        click.echo(
+            f"expdna: error: not recorded: {reason} (`expdna record {path}` records it later)",
+            err=True,
+        )
 
 
 def _run(argv: Sequence[str], env: dict[str, str]) -> tuple[int, Any, str | None]:

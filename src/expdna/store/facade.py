@@ -110,6 +110,20 @@ def _sqlite_file(config: StoreConfig) -> Path | None:
     return Path(str(resolved.database)) if resolved.drivername == "sqlite" else None
 
 
+def _refuse_a_blank_index(config: StoreConfig, database: Path) -> None:
+    """An SQLite index without expdna's tables over objects that hold a store: lost, as a
+    deleted one is. A query must not make it a new, empty index that answers "no runs"."""
+    from expdna.store.errors import IndexMissingError
+    from expdna.store.objects.idfile import holds_objects
+    from expdna.store.presence import INDEX_MISSING, OBJECTS
+
+    if config.remote is None and holds_objects(config.root / OBJECTS):
+        raise IndexMissingError(
+            f"{INDEX_MISSING} (index {database} holds no expdna tables; object directory "
+            f"{config.root / OBJECTS} holds the store)"
+        )
+
+
 def _bring_current(
     config: StoreConfig,
     database: Path | None,
@@ -356,6 +370,8 @@ class Store:
             reads = SqliteFile(database)
         try:
             found = stored_revision(reads) if checked else HEAD
+            if found is None and database is not None:
+                _refuse_a_blank_index(config, database)
             if found != HEAD:
                 _bring_current(config, database, found, upgrade, mounts_file)
         except BaseException:
@@ -531,11 +547,14 @@ class Store:
         """Every run with the DNA of ``ref`` (a run id, a DNA prefix or a manifest);
         ``across_seeds``: every run of its family (the same DNA once seeds are left out)."""
         if not isinstance(ref, str):  # a Manifest: pydantic is loaded already
-            from expdna.manifest.dna import compute_dna
+            from expdna.manifest.dna import stored_version, verify_dna
             from expdna.manifest.family import family_of
 
-            dna: str = compute_dna(ref).value
-            family: str | None = family_of(ref)
+            # In the DNA version it was written in, as record computes it: a file and the
+            # run recorded from it have the same twins.
+            version = stored_version(ref)
+            dna: str = verify_dna(ref).value
+            family: str | None = family_of(ref, version=version)
         else:
             record = self.get(ref)
             dna, family = record.dna, record.family

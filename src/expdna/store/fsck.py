@@ -186,6 +186,7 @@ def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
     """Why fsck cannot open a store's SQLite index that its objects outlive (missing,
     unreadable), naming ``reindex``; None when that is not the case."""
     from expdna.store import SQLITE_NAME
+    from expdna.store.errors import IndexMissingError
     from expdna.store.objects.idfile import holds_objects
 
     if config.index_url is not None or config.remote is not None:
@@ -193,7 +194,7 @@ def unreadable_index(config: StoreConfig, error: StoreError) -> str | None:
     if not holds_objects(config.root / "objects"):
         return None
     database = config.root / SQLITE_NAME
-    if not database.exists():
+    if not database.exists() or isinstance(error, IndexMissingError):
         return str(error)  # the one line every command gives (expdna.store.presence)
     return (
         f"index {database} cannot be read ({error}), but object directory "

@@ -9,6 +9,8 @@ index is missing, and the one remedy is named (``expdna reindex``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from expdna.store.config import StoreConfig
 from expdna.store.errors import IndexMissingError
 from expdna.store.objects.idfile import holds_objects
@@ -19,10 +21,21 @@ INDEX_MISSING = "index missing: run expdna reindex"
 
 
 def index_missing(config: StoreConfig) -> bool:
-    """The store's own SQLite index is gone while its object directory holds objects."""
-    if config.index_url is not None or (config.root / SQLITE_NAME).is_file():
+    """The store's own SQLite index is gone while its object directory holds objects.
+
+    An empty file counts as gone: an index truncated to nothing (a full disk, ``>``) holds
+    no schema, and opening it would make it a new, empty index.
+    """
+    if config.index_url is not None or _holds_bytes(config.root / SQLITE_NAME):
         return False
     return holds_objects(config.root / OBJECTS)
+
+
+def _holds_bytes(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def require_index(config: StoreConfig) -> None:
