@@ -22,29 +22,27 @@ export PATH
 # store, the demo paths) must not depend on the shell regen.sh was started from.
 clean() {
   env -i HOME="$HOME" PATH="$PATH" LANG=C.UTF-8 TMPDIR="${TMPDIR:-/tmp}" \
-    EXPDNA_DOCS_DEMO=/tmp/demo EXPDNA_DOCS_INTEGRATION_DEMO=/tmp/expdna-demo \
-    EXPDNA_DOCS_FRAMEWORKS_DEMO=/tmp/demo-frameworks \
     EXPDNA_DOCS_BENCH="${EXPDNA_DOCS_BENCH:-0}" EXPDNA_DOCS_RAY="${EXPDNA_DOCS_RAY:-0}" "$@"
 }
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/expdna-docs.XXXXXX")
+# Every transcript (pages.py --list: name, script, demo variable, demo path), side by side.
+LIST=$("$PY" docs/tools/pages.py --list)
 pids=""
-for name in guide integration frameworks; do
-  case $name in
-    guide) script=transcript.sh ;;
-    *) script=${name}_transcript.sh ;;
-  esac
-  clean sh "docs/tools/$script" > "$OUT/$name.txt" 2> "$OUT/$name.err" &
+while read -r name script var demo; do
+  clean "$var=$demo" sh "docs/tools/$script" > "$OUT/$name.txt" 2> "$OUT/$name.err" &
   pids="$pids $!"
-done
+done <<EOF
+$LIST
+EOF
 failed=0
 for pid in $pids; do wait "$pid" || failed=1; done
 [ "$failed" = 0 ] || { echo "a transcript failed; stderr in $OUT/*.err" >&2; exit 1; }
 # A broken set-up (no venv command, a missing extra) must not end up on the pages.
-if grep -n 'sh: [0-9]*: .*: not found\|^ModuleNotFoundError' "$OUT"/*.txt >&2; then
+if grep -n ': [0-9][0-9]*: .*: not found\|^ModuleNotFoundError' "$OUT"/*.txt >&2; then
   echo "a documented command could not run (above); no page was changed" >&2
   exit 1
 fi
-for name in integration frameworks guide; do
+echo "$LIST" | while read -r name _; do
   # shellcheck disable=SC2046
   "$PY" docs/tools/fill_docs.py "$OUT/$name.txt" $("$PY" docs/tools/pages.py "$name")
 done
