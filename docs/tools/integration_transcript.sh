@@ -61,6 +61,17 @@ block gc;         run "expdna gc --dry-run"
 block db-current; run "expdna db current"
 block store-json; run "expdna fsck --json"; run "expdna db current --json"
 block store-missing; run "expdna --store /nonexistent/deep/store runs"
+block store-where;  run "expdna find --where config.resolved_args.lr=1e-2 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'"; run "expdna find --where hardware.gpu.vbios_version=96.00.5A.00.01"
+# Bad files in a scan, then a lost index rebuilt: a store of their own, three runs, a pin.
+(
+  mkdir -p "$DEMO/scan" && cd "$DEMO/scan" || exit 1
+  export EXPDNA_STORE="$DEMO/scan/store"
+  python "$REPO/docs/tools/bad_runs.py" runs "$DEMO"/tiny/runs/a/manifest_*.json "$DEMO"/tiny/runs/b/manifest_*.json "$DEMO"/tiny/runs/c/manifest_*.json
+  block store-scan-bad; run "expdna record --scan runs"; run "expdna record --quiet --scan runs"
+  cp "$DEMO/best.pt" best.pth && expdna pin best.pth --run "$(ls runs/manifest_*_????.json | head -1 | sed 's/.*manifest_\(.*\)\.json/\1/')" > /dev/null
+  block store-fsck;    run "expdna fsck"
+  block store-reindex; run "rm $DEMO/scan/store/index.sqlite"; run "expdna fsck"; run "expdna gc"; run "expdna reindex"; run "expdna which best.pth"; run "expdna fsck"
+)
 if command -v psql >/dev/null 2>&1; then
   # EXPDNA_DOCS_PG_DB: the docs test uses a database of its own (the pages show expdna_guide).
   PGDB="${EXPDNA_DOCS_PG_DB:-expdna_guide}"

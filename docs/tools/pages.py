@@ -25,6 +25,7 @@ TRANSCRIPTS: dict[str, tuple[str, str, str]] = {
         "EXPDNA_DOCS_FRAMEWORKS_DEMO",
         "/tmp/demo-frameworks",
     ),
+    "store": ("store_transcript.sh", "EXPDNA_DOCS_STORE_DEMO", "/tmp/expdna-demo-store"),
 }
 #: Pages filled from a transcript other than the guide's (block names are per transcript).
 OWN: dict[str, tuple[str, ...]] = {
@@ -37,6 +38,7 @@ OWN: dict[str, tuple[str, ...]] = {
         "run-status.md",
     ),
     "frameworks": ("integrations/frameworks.md",),
+    "store": ("store-internals.md", "team-setup.md"),
 }
 
 

@@ -1,16 +1,18 @@
 #!/bin/sh
 # Regenerates every real-output block of the docs, in English and Chinese, with one command:
 #   sh docs/tools/regen.sh
-# It runs the three transcripts (the guide's, the integration pages', the frameworks') side
-# by side, each in a demo directory of its own at the fixed path the pages show, then fills
-# each page's <!-- out:NAME --> / <!-- file:PATH --> blocks from the transcript that holds
-# its blocks (names are per transcript: the walkthrough has a diff-lr of its own; pages.py
-# says which page is whose). About five minutes on 2 idle cores, ten on a loaded machine.
+# It runs every transcript (docs/tools/pages.py --list: the guide's, the integration
+# pages', the frameworks', the store pages') side by side, each in a demo directory of its
+# own at the fixed path the pages show, then fills each page's <!-- out:NAME --> /
+# <!-- file:PATH --> blocks from the transcript that holds its blocks (names are per
+# transcript: the walkthrough has a diff-lr of its own; pages.py says which page is whose).
+# About two minutes on 2 idle cores, four on a loaded machine.
 #   EXPDNA_DOCS_BENCH=1   also reruns the benchmarks (their blocks say "recorded=DATE")
 #   EXPDNA_DOCS_RAY=1     also reruns the two-node Ray cluster (block ray, "recorded=DATE")
 # Without them those blocks keep their recorded output. A transcript that fails stops the
-# script before any page is touched. tests/integration/test_docs_outputs.py fails when a
-# documented output no longer matches, or a real-output block has no marker.
+# script before any page is touched. tests/integration/test_docs_outputs.py runs the same
+# transcripts and fails when any out: block no longer matches, or a real-output block has
+# no marker.
 set -e
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"

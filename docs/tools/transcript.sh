@@ -41,7 +41,7 @@ block perm;    run "stat -c '%A %n' manifests/a.json manifests/b.json"
 block diff-equal; run "expdna diff manifests/a.json manifests/a2.json"
 block diff-lr;    run "expdna diff manifests/a.json manifests/b.json"
 block diff-json;  run "expdna diff --json manifests/a.json manifests/b.json"
-# The docs-output test (tests/integration/test_docs_outputs.py) needs only this far.
+# Quick mode (a first look after a change of generate or diff) stops here.
 [ "${EXPDNA_DOCS_QUICK:-0}" = 1 ] && exit 0
 
 block check-pass; run "expdna check manifests/a.json"
@@ -59,6 +59,10 @@ block rerun-refused; run "expdna rerun manifests/a.json --confirm"
 block gen-c;      run "env -u HF_TOKEN expdna generate -o manifests/c.json -- $TRAIN --output-dir runs/lr3e-4"
 block rerun-ok;   run "env -u HF_TOKEN expdna rerun manifests/c.json --confirm"
 block diff-code;  run "expdna diff manifests/a.json manifests/c.json"
+# a manifest someone shared: a variable that is not applied, a word with an escape in it
+mkdir -p "$DEMO/work/train" && printf 'import sys\nprint(sys.argv[1:])\n' > "$DEMO/work/train/train.py"
+(cd "$DEMO/work/train" && env -u HF_TOKEN -u OMP_NUM_THREADS -u CUDA_VISIBLE_DEVICES PYTHONPATH=/tmp/evil expdna generate -o ../shared.json -- python train.py --name "$(printf '\033[31mred\033[0m')" > /dev/null 2>&1)
+block rerun-shared; run "cd ../work && expdna rerun shared.json --dry-run"
 
 block err-usage;  run "expdna rerun manifests/c.json"
 block err-v2;     run "sed 's/\"schema_version\": \"1.1\"/\"schema_version\": \"2.0\"/' manifests/c.json > v2.json && expdna check v2.json"
