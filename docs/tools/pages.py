@@ -38,7 +38,7 @@ OWN: dict[str, tuple[str, ...]] = {
         "run-status.md",
     ),
     "frameworks": ("integrations/frameworks.md",),
-    "store": ("store-internals.md", "team-setup.md"),
+    "store": ("store-internals.md", "team-setup.md", "explain.md"),
 }
 
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Replays the commands of the pages about a store's inside and its edges
-# (docs/{en,zh}/store-internals.md, team-setup.md) in a fresh demo, and prints a transcript for fill_docs.py
-# as transcript.sh does for the guide. DEMO ($EXPDNA_DOCS_STORE_DEMO, default
+# (docs/{en,zh}/store-internals.md, team-setup.md, explain.md) in a fresh demo, and prints
+# a transcript for fill_docs.py as transcript.sh does for the guide. DEMO ($EXPDNA_DOCS_STORE_DEMO, default
 # /tmp/expdna-demo-store, the path the pages show) is deleted and rebuilt. Needs PostgreSQL
 # at 127.0.0.1:5432 with trust auth (team-setup.md) and root's `unshare -m` for a
 # read-only mount (store-internals.md). The benchmarks run only with EXPDNA_DOCS_BENCH=1.
@@ -64,6 +64,13 @@ block team-show-own;   run "expdna --store $DEMO/my-store show --inline $RUN"
 mkdir -p "$DEMO/mnt" && ln -s "$DEMO/nfs/expdna" "$DEMO/mnt/expdna"
 block team-fsck-mount; run "expdna --store $DEMO/mnt/expdna fsck"
 unset EXPDNA_INDEX_URL
+
+# ---- explain.md: the worked example (tests/fleets.py's 40 runs on six nodes) ---------------
+mkdir -p "$DEMO/fleet" && cd "$DEMO/fleet" || exit 1
+python "$TOOLS/explain_fleet.py" store
+export EXPDNA_STORE="$DEMO/fleet/store"
+block explain-vbios; run "expdna explain --same-setup 20261201_100000_1c8e2fb_000000 --status failed"
+unset EXPDNA_STORE
 
 if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then
   cd "$REPO" || exit 1

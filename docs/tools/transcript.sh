@@ -193,6 +193,21 @@ cd "$DEMO" && printf '{"schema_version": "1.0", "schema_version": "1.1"}' > dup.
 block err-others; for f in dup.json nan.json deep.json big50.json bad.json empty.json; do run "expdna check $f"; done
 rm -f dup.json nan.json deep.json big50.json bad.json empty.json
 
+# ---- dna-v3.md: a nanoGPT-like checkout with tracker folders, interpreters, a pinned checkpoint
+rm -rf "$DEMO/nano3" "$DEMO/venv2" && mkdir -p "$DEMO/nano3/config" "$DEMO/nano3/mlruns/0" "$DEMO/nano3/wandb/offline-run-1" && cd "$DEMO/nano3" || exit 1
+printf 'print("training")\n' > train.py
+printf 'batch_size = 12\ncompile = True\n' > config/train_shakespeare_char.py
+git init -q -b main && git add train.py config && git commit -qm "nanoGPT-like"
+printf 'name: Default\n' > mlruns/0/meta.yaml && printf '{}\n' > wandb/offline-run-1/run.wandb
+ln -sfn "$REPO/spec" "$DEMO/spec"
+python -m venv --without-pip "$DEMO/venv2"
+block v3-diff;   run "expdna generate -o ../a.json -- python train.py config/train_shakespeare_char.py --compile=False"; run "expdna generate -o ../b.json -- python train.py config/train_shakespeare_char.py --compile=True > /dev/null"; run "expdna diff ../a.json ../b.json"
+block v3-js;     run "jq -c .collection.collectors.git.notes ../a.json"; run "node ../spec/js/dna.mjs ../a.json"
+block v3-interp; run "expdna generate -o ../a.json -- ../venv2/bin/python train.py"; run "jq -c '{python_executable: .environment.python_executable, package_count: .environment.package_count, notes: .collection.collectors.environment.notes}' ../a.json"; run "expdna generate -o ../b.json -- /opt/missing/python3 train.py"
+block v3-pin;    run "expdna generate --record -o ../a.json -- python train.py"
+V3RUN=$(jq -r .run_id ../a.json)
+run "head -c 4096 /dev/urandom > ckpt.pt"; run "expdna pin ckpt.pt --run $V3RUN"; run "expdna generate -o ../b.json -- python train.py"; run "jq -c .collection.collectors.git.notes ../b.json"
+
 # ---- config files (collectors.md §3.3b, guide "Config files") -----------------------------------
 . "$TOOLS/config_demo.sh"
 
