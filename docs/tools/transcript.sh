@@ -19,7 +19,7 @@ export REPO DEMO
 "$TOOLS/setup.sh" >&2 || exit 1
 . "$TOOLS/env.sh"
 cd "$DEMO/vit-cifar" || exit 1
-cp "$TOOLS/api_demo.py" "$TOOLS/redact_examples.py" "$TOOLS/show_manifest.py" "$DEMO/"
+cp "$TOOLS/api_demo.py" "$TOOLS/redact_examples.py" "$TOOLS/redact_v3_examples.py" "$TOOLS/show_manifest.py" "$DEMO/"
 block() { printf '### %s\n' "$1"; }
 run() { printf '$ %s\n' "$1"; sh -c "$1" 2>&1; printf '[exit %s]\n' "$?"; }
 TRAIN="python train.py --lr 3e-4 --batch-size 128 --epochs 3 --seed 42"
@@ -94,6 +94,7 @@ block redact-number; run "expdna generate -o manifests/pw.json -- python train.p
 block redact-number-dna; run "expdna generate -o manifests/pw2.json -- python train.py --lr 3e-4 --db-password hunter2hunter2 --hf-token hf_Zx9wV8uT7sR6qP5oN4mL3kJ2iH1gF0eD9c > /dev/null && expdna diff manifests/pw.json manifests/pw2.json"
 block api;        run "python ../api_demo.py"
 block redact;     run "HOME=/home/alice python ../redact_examples.py"
+block redact-v3;  run "HOME=/home/alice python ../redact_v3_examples.py"
 
 # ---- collectors page: the runner -----------------------------------------------------------
 block col-registry; run "python -c 'from expdna.collectors import default_registry
