@@ -17,13 +17,15 @@ printf 'runs/\n' > .gitignore
 git init -q -b main && git add . && git commit -qm "tiny MLP example"
 export EXPDNA_STORE="$DEMO/store" EXPDNA_CACHE_DIR="$DEMO/cache" PYTHONWARNINGS=ignore
 unset EXPDNA_INDEX_URL
-# The scripts the pages show (<!-- code:NAME --> blocks) are the scripts that run.
-python - "$REPO" <<'PY'
+# The scripts the pages show (<!-- code:NAME --> blocks) are the scripts that run, with
+# the demo's path in place of the one the pages show (the docs test runs elsewhere).
+python - "$REPO" "$DEMO" <<'PY'
 import re, sys
 from pathlib import Path
 for page in ("integrations/ray.md", "commands/stability.md"):
     text = Path(sys.argv[1], "docs/en", page).read_text(encoding="utf-8")
     for name, body in re.findall(r"<!-- code:([\w.]+) -->\n```\w*\n(.*?)\n```", text, re.S):
+        body = body.replace("/tmp/expdna-demo", sys.argv[2])
         Path(name).write_text(body + "\n", encoding="utf-8")
 PY
 short() { python -c "import glob, json; print(json.load(open(glob.glob('$1/manifest_*.json')[0]))['dna']['value'][:12])"; }
@@ -59,9 +61,22 @@ block gc;         run "expdna gc --dry-run"
 block db-current; run "expdna db current"
 block store-json; run "expdna fsck --json"; run "expdna db current --json"
 block store-missing; run "expdna --store /nonexistent/deep/store runs"
+block store-where;  run "expdna find --where config.resolved_args.lr=1e-2 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'"; run "expdna find --where hardware.gpu.vbios_version=96.00.5A.00.01"
+# Bad files in a scan, then a lost index rebuilt: a store of their own, three runs, a pin.
+(
+  mkdir -p "$DEMO/scan" && cd "$DEMO/scan" || exit 1
+  export EXPDNA_STORE="$DEMO/scan/store"
+  python "$REPO/docs/tools/bad_runs.py" runs "$DEMO"/tiny/runs/a/manifest_*.json "$DEMO"/tiny/runs/b/manifest_*.json "$DEMO"/tiny/runs/c/manifest_*.json
+  block store-scan-bad; run "expdna record --scan runs"; run "expdna record --quiet --scan runs"
+  cp "$DEMO/best.pt" best.pth && expdna pin best.pth --run "$(ls runs/manifest_*_????.json | head -1 | sed 's/.*manifest_\(.*\)\.json/\1/')" > /dev/null
+  block store-fsck;    run "expdna fsck"
+  block store-reindex; run "rm $DEMO/scan/store/index.sqlite"; run "expdna fsck"; run "expdna gc"; run "expdna reindex"; run "expdna which best.pth"; run "expdna fsck"
+)
 if command -v psql >/dev/null 2>&1; then
-  PG=postgresql+psycopg://postgres@127.0.0.1:5432/expdna_guide
-  psql -q -h 127.0.0.1 -U postgres -c 'DROP DATABASE IF EXISTS expdna_guide' -c 'CREATE DATABASE expdna_guide' >/dev/null 2>&1
+  # EXPDNA_DOCS_PG_DB: the docs test uses a database of its own (the pages show expdna_guide).
+  PGDB="${EXPDNA_DOCS_PG_DB:-expdna_guide}"
+  PG=postgresql+psycopg://postgres@127.0.0.1:5432/$PGDB
+  psql -q -h 127.0.0.1 -U postgres -c "DROP DATABASE IF EXISTS $PGDB" -c "CREATE DATABASE $PGDB" >/dev/null 2>&1
   block pg-runs;    run "expdna --store $DEMO/shared-objects --index-url $PG runs"
   block pg-upgrade; run "expdna --store $DEMO/shared-objects --index-url $PG db upgrade"
   block pg-record;  run "expdna --store $DEMO/shared-objects --index-url $PG record --scan runs"
@@ -87,11 +102,13 @@ fi
   printf 'out/\nsignal_after.sh\n' > .gitignore
   git init -q -b main && git add . && git commit -qm "three scripts"
   export EXPDNA_STORE="$DEMO/status/store"
-  block status-ok;      run "python train.py --lr 0.1"
-  block status-crash;   run "CRASH=1 python train.py --lr 0.1"
+  # A second between runs: `expdna runs` lists them by the second they started, then by
+  # run id, so runs of one second would come in an order of chance.
+  block status-ok;      run "python train.py --lr 0.1"; sleep 1.1
+  block status-crash;   run "CRASH=1 python train.py --lr 0.1"; sleep 1.1
   block status-json;    python -c "import glob, json; ds = [json.load(open(p)) for p in glob.glob('out/manifest_*.json')]; print(json.dumps(next(d for d in ds if d['status']['state'] == 'failed')['status'], indent=2))"
-  block status-legacy;  run "expdna run --record --output-dir out -- python legacy.py --lr 0.1"
-  block status-term;    run "sh signal_after.sh TERM expdna run --record --output-dir out -- python sleepy.py"
+  block status-legacy;  run "expdna run --record --output-dir out -- python legacy.py --lr 0.1"; sleep 1.1
+  block status-term;    run "sh signal_after.sh TERM expdna run --record --output-dir out -- python sleepy.py"; sleep 1.1
   block status-kill;    run "sh signal_after.sh KILL python sleepy.py"
   block status-runs;    run "expdna runs"; run "expdna runs --where status.state=failed"
   sleep 1.1

@@ -1,6 +1,7 @@
 """Which docs pages each transcript fills (regen.sh and the docs-output test share it).
 
-python docs/tools/pages.py TRANSCRIPT     # guide | integration | frameworks
+python docs/tools/pages.py TRANSCRIPT     # the pages it fills, one a line
+python docs/tools/pages.py --list         # every transcript: NAME SCRIPT DEMO_VARIABLE DEMO
 """
 
 from __future__ import annotations
@@ -10,6 +11,22 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parents[1]
 LANGUAGES = ("en", "zh")
+#: Every transcript: its script in docs/tools, the variable that moves its demo directory,
+#: and the directory the pages show (regen.sh runs each there; the test elsewhere).
+TRANSCRIPTS: dict[str, tuple[str, str, str]] = {
+    "guide": ("transcript.sh", "EXPDNA_DOCS_DEMO", "/tmp/demo"),
+    "integration": (
+        "integration_transcript.sh",
+        "EXPDNA_DOCS_INTEGRATION_DEMO",
+        "/tmp/expdna-demo",
+    ),
+    "frameworks": (
+        "frameworks_transcript.sh",
+        "EXPDNA_DOCS_FRAMEWORKS_DEMO",
+        "/tmp/demo-frameworks",
+    ),
+    "store": ("store_transcript.sh", "EXPDNA_DOCS_STORE_DEMO", "/tmp/expdna-demo-store"),
+}
 #: Pages filled from a transcript other than the guide's (block names are per transcript).
 OWN: dict[str, tuple[str, ...]] = {
     "integration": (
@@ -21,6 +38,7 @@ OWN: dict[str, tuple[str, ...]] = {
         "run-status.md",
     ),
     "frameworks": ("integrations/frameworks.md",),
+    "store": ("store-internals.md", "team-setup.md", "explain.md"),
 }
 
 
@@ -40,4 +58,7 @@ def pages(transcript: str) -> list[Path]:
 
 
 if __name__ == "__main__":
-    print("\n".join(str(p) for p in pages(sys.argv[1])))
+    if sys.argv[1] == "--list":
+        print("\n".join(" ".join((name, *row)) for name, row in TRANSCRIPTS.items()))
+    else:
+        print("\n".join(str(p) for p in pages(sys.argv[1])))

@@ -19,7 +19,7 @@ export REPO DEMO
 "$TOOLS/setup.sh" >&2 || exit 1
 . "$TOOLS/env.sh"
 cd "$DEMO/vit-cifar" || exit 1
-cp "$TOOLS/api_demo.py" "$TOOLS/redact_examples.py" "$TOOLS/show_manifest.py" "$DEMO/"
+cp "$TOOLS/api_demo.py" "$TOOLS/redact_examples.py" "$TOOLS/redact_v3_examples.py" "$TOOLS/show_manifest.py" "$DEMO/"
 block() { printf '### %s\n' "$1"; }
 run() { printf '$ %s\n' "$1"; sh -c "$1" 2>&1; printf '[exit %s]\n' "$?"; }
 TRAIN="python train.py --lr 3e-4 --batch-size 128 --epochs 3 --seed 42"
@@ -41,7 +41,7 @@ block perm;    run "stat -c '%A %n' manifests/a.json manifests/b.json"
 block diff-equal; run "expdna diff manifests/a.json manifests/a2.json"
 block diff-lr;    run "expdna diff manifests/a.json manifests/b.json"
 block diff-json;  run "expdna diff --json manifests/a.json manifests/b.json"
-# The docs-output test (tests/integration/test_docs_outputs.py) needs only this far.
+# Quick mode (a first look after a change of generate or diff) stops here.
 [ "${EXPDNA_DOCS_QUICK:-0}" = 1 ] && exit 0
 
 block check-pass; run "expdna check manifests/a.json"
@@ -59,6 +59,10 @@ block rerun-refused; run "expdna rerun manifests/a.json --confirm"
 block gen-c;      run "env -u HF_TOKEN expdna generate -o manifests/c.json -- $TRAIN --output-dir runs/lr3e-4"
 block rerun-ok;   run "env -u HF_TOKEN expdna rerun manifests/c.json --confirm"
 block diff-code;  run "expdna diff manifests/a.json manifests/c.json"
+# a manifest someone shared: a variable that is not applied, a word with an escape in it
+mkdir -p "$DEMO/work/train" && printf 'import sys\nprint(sys.argv[1:])\n' > "$DEMO/work/train/train.py"
+(cd "$DEMO/work/train" && env -u HF_TOKEN -u OMP_NUM_THREADS -u CUDA_VISIBLE_DEVICES PYTHONPATH=/tmp/evil expdna generate -o ../shared.json -- python train.py --name "$(printf '\033[31mred\033[0m')" > /dev/null 2>&1)
+block rerun-shared; run "cd ../work && expdna rerun shared.json --dry-run"
 
 block err-usage;  run "expdna rerun manifests/c.json"
 block err-v2;     run "sed 's/\"schema_version\": \"1.1\"/\"schema_version\": \"2.0\"/' manifests/c.json > v2.json && expdna check v2.json"
@@ -90,6 +94,7 @@ block redact-number; run "expdna generate -o manifests/pw.json -- python train.p
 block redact-number-dna; run "expdna generate -o manifests/pw2.json -- python train.py --lr 3e-4 --db-password hunter2hunter2 --hf-token hf_Zx9wV8uT7sR6qP5oN4mL3kJ2iH1gF0eD9c > /dev/null && expdna diff manifests/pw.json manifests/pw2.json"
 block api;        run "python ../api_demo.py"
 block redact;     run "HOME=/home/alice python ../redact_examples.py"
+block redact-v3;  run "HOME=/home/alice python ../redact_v3_examples.py"
 
 # ---- collectors page: the runner -----------------------------------------------------------
 block col-registry; run "python -c 'from expdna.collectors import default_registry
@@ -99,6 +104,8 @@ block col-runner; run "python ../runner_demo.py"
 
 # ---- collectors page: a third-party collector ----------------------------------------------
 rm -rf "$DEMO/expdna-cpu-flags" && cp -r "$TOOLS/plugin" "$DEMO/expdna-cpu-flags"
+# The machine's own pip configuration (extra indexes it warns about) is not what the page shows.
+export PIP_CONFIG_FILE=/dev/null
 block col-plugin-install; run "pip install --quiet --no-deps --no-build-isolation --target ../plugin-site ../expdna-cpu-flags && cat ../plugin-site/expdna_cpu_flags-0.1.0.dist-info/entry_points.txt"
 block col-plugin-run; run "PYTHONPATH=../plugin-site expdna generate -o manifests/flags.json -- python train.py --lr 3e-4 && python ../show_manifest.py manifests/flags.json hardware.cpu_flags collection.collectors.cpu_flags"
 block col-plugin-diff; run "expdna generate -o manifests/noflags.json -- python train.py --lr 3e-4 > /dev/null && expdna diff manifests/noflags.json manifests/flags.json"
@@ -186,6 +193,21 @@ block big-check;  run "python -c \"import expdna; m = expdna.load_manifest('$DEM
 cd "$DEMO" && printf '{"schema_version": "1.0", "schema_version": "1.1"}' > dup.json && printf '{"schema_version": "1.0", "x": NaN}' > nan.json && python -c "print('['*20000 + ']'*20000)" > deep.json && python -c "print('{\"schema_version\": \"1.0\", \"a\": \"' + 'x'*50_000_000 + '\"}')" > big50.json && printf '\377\376{}' > bad.json && printf '{"schema_version": "1.0"}' > empty.json
 block err-others; for f in dup.json nan.json deep.json big50.json bad.json empty.json; do run "expdna check $f"; done
 rm -f dup.json nan.json deep.json big50.json bad.json empty.json
+
+# ---- dna-v3.md: a nanoGPT-like checkout with tracker folders, interpreters, a pinned checkpoint
+rm -rf "$DEMO/nano3" "$DEMO/venv2" && mkdir -p "$DEMO/nano3/config" "$DEMO/nano3/mlruns/0" "$DEMO/nano3/wandb/offline-run-1" && cd "$DEMO/nano3" || exit 1
+printf 'print("training")\n' > train.py
+printf 'batch_size = 12\ncompile = True\n' > config/train_shakespeare_char.py
+git init -q -b main && git add train.py config && git commit -qm "nanoGPT-like"
+printf 'name: Default\n' > mlruns/0/meta.yaml && printf '{}\n' > wandb/offline-run-1/run.wandb
+ln -sfn "$REPO/spec" "$DEMO/spec"
+python -m venv --without-pip "$DEMO/venv2"
+block v3-diff;   run "expdna generate -o ../a.json -- python train.py config/train_shakespeare_char.py --compile=False"; run "expdna generate -o ../b.json -- python train.py config/train_shakespeare_char.py --compile=True > /dev/null"; run "expdna diff ../a.json ../b.json"
+block v3-js;     run "jq -c .collection.collectors.git.notes ../a.json"; run "node ../spec/js/dna.mjs ../a.json"
+block v3-interp; run "expdna generate -o ../a.json -- ../venv2/bin/python train.py"; run "jq -c '{python_executable: .environment.python_executable, package_count: .environment.package_count, notes: .collection.collectors.environment.notes}' ../a.json"; run "expdna generate -o ../b.json -- /opt/missing/python3 train.py"
+block v3-pin;    run "expdna generate --record -o ../a.json -- python train.py"
+V3RUN=$(jq -r .run_id ../a.json)
+run "head -c 4096 /dev/urandom > ckpt.pt"; run "expdna pin ckpt.pt --run $V3RUN"; run "expdna generate -o ../b.json -- python train.py"; run "jq -c .collection.collectors.git.notes ../b.json"
 
 # ---- config files (collectors.md §3.3b, guide "Config files") -----------------------------------
 . "$TOOLS/config_demo.sh"
