@@ -8,14 +8,18 @@ import multiprocessing
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from expdna.store import Store
+from expdna.digest.cache import _connect as cache_connect
+from expdna.filesystems import DEFAULT_MOUNTS
+from expdna.store import SQLITE_NAME, Store
 from expdna.store.queries import named_filter
 from tests.factories import synthetic
 
@@ -121,7 +125,9 @@ def test_concurrent_pins_and_links_on_postgres(pg_store: Store, tmp_path: Path) 
 # written by the helper process, expdna.store.objects.blobwriter), in turn.
 _KILLED_RECORDER = """
 import itertools, sys
-from expdna.store import Store
+from expdna.digest.cache import _connect as cache_connect
+from expdna.filesystems import DEFAULT_MOUNTS
+from expdna.store import SQLITE_NAME, Store
 from tests.factories import synthetic
 first, span = int(sys.argv[1]), int(sys.argv[2])
 with Store.open(sys.argv[3]) as store:
@@ -173,3 +179,40 @@ def test_a_recorder_killed_at_random_points_leaves_a_consistent_store(tmp_path: 
         report = store.fsck()
         assert report.ok and report.unreferenced == 0 and report.temp_files == 0
         assert report.objects == SPAN + 1
+
+
+def test_a_new_store_opens_while_another_process_holds_its_index(tmp_path: Path) -> None:
+    """Two runs started at once on a new store: the one that loses SQLite's race to switch
+    the new file to WAL was told "database is locked" at once (no busy wait); it now waits."""
+    root = tmp_path / "store"
+    root.mkdir()
+    other = sqlite3.connect(root / SQLITE_NAME, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE other_writer(x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO other_writer VALUES (1)")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        with Store.open(root) as store:
+            store.record(synthetic(1))
+            assert [r.run_id for r in store.runs()] == [synthetic(1).run_id]
+    finally:
+        release.join()
+        other.close()
+
+
+def test_a_new_digest_cache_opens_while_another_process_holds_it(tmp_path: Path) -> None:
+    path = tmp_path / "digests.sqlite"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE other_writer(x)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO other_writer VALUES (1)")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        conn = cache_connect(path, DEFAULT_MOUNTS)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.close()
+    finally:
+        release.join()
+        other.close()

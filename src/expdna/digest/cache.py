@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from expdna.filesystems import DEFAULT_MOUNTS, network_fstype
+from expdna.sqlite_journal import set_journal_mode
 
 log = logging.getLogger(__name__)
 
@@ -324,7 +325,7 @@ def _connect(path: Path, mounts_file: Path) -> sqlite3.Connection:
         # WAL's shared memory does not work across the hosts of a network file system
         remote = network_fstype(path.parent, mounts_file) is not None
         journal = "DELETE" if remote else "WAL"
-        conn.execute(f"PRAGMA journal_mode={journal}")
+        set_journal_mode(conn, journal, BUSY_TIMEOUT_S)
         conn.execute("PRAGMA synchronous=NORMAL")  # a lost cache write costs a re-hash
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != SCHEMA_VERSION:

@@ -28,6 +28,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlch
 
 from expdna.errors import InvalidInputError
 from expdna.filesystems import DEFAULT_MOUNTS
+from expdna.sqlite_journal import set_journal_mode
 from expdna.store import SQLITE_NAME
 from expdna.store.errors import IndexUnavailableError
 from expdna.store.index.read import BUSY_TIMEOUT_S, local_sqlite
@@ -78,7 +79,7 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        cursor.execute("PRAGMA journal_mode=WAL")
+        set_journal_mode(cursor, "WAL", BUSY_TIMEOUT_S)
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
