@@ -105,7 +105,7 @@ block col-runner; run "python ../runner_demo.py"
 # ---- collectors page: a third-party collector ----------------------------------------------
 rm -rf "$DEMO/expdna-cpu-flags" && cp -r "$TOOLS/plugin" "$DEMO/expdna-cpu-flags"
 # The machine's own pip configuration (extra indexes it warns about) is not what the page shows.
-export PIP_CONFIG_FILE=/dev/null
+export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1
 block col-plugin-install; run "pip install --quiet --no-deps --no-build-isolation --target ../plugin-site ../expdna-cpu-flags && cat ../plugin-site/expdna_cpu_flags-0.1.0.dist-info/entry_points.txt"
 block col-plugin-run; run "PYTHONPATH=../plugin-site expdna generate -o manifests/flags.json -- python train.py --lr 3e-4 && python ../show_manifest.py manifests/flags.json hardware.cpu_flags collection.collectors.cpu_flags"
 block col-plugin-diff; run "expdna generate -o manifests/noflags.json -- python train.py --lr 3e-4 > /dev/null && expdna diff manifests/noflags.json manifests/flags.json"

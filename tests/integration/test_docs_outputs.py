@@ -27,8 +27,10 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -149,9 +151,21 @@ class Run(NamedTuple):
 
 
 @pytest.fixture(scope="session")
-def transcripts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Every transcript, run side by side once per session, as regen.sh runs them."""
-    root = tmp_path_factory.mktemp("docs")
+def transcripts() -> Iterator[dict[str, Run]]:
+    """Every transcript, run side by side once per session, as regen.sh runs them.
+
+    Each runs in a short directory straight under /tmp, as regen.sh's /tmp/expdna-*: the
+    commands cut values over 60 characters (``expdna diff``), so a demo path under pytest's
+    deeper temporary directory would be shown cut where the page shows it whole.
+    """
+    root = Path(tempfile.mkdtemp(prefix="docs-", dir="/tmp"))
+    try:
+        yield _run_all(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_all(root: Path) -> dict[str, Run]:
     database = f"expdna_docs_{uuid.uuid4().hex[:8]}"
     venv = str(Path(sys.executable).parent)
     started = {}
