@@ -26,6 +26,7 @@ TRANSCRIPTS: dict[str, tuple[str, str, str]] = {
         "/tmp/demo-frameworks",
     ),
     "store": ("store_transcript.sh", "EXPDNA_DOCS_STORE_DEMO", "/tmp/expdna-demo-store"),
+    "replay": ("replay_transcript.sh", "EXPDNA_DOCS_REPLAY_DEMO", "/tmp/expdna-demo-replay"),
 }
 #: Pages filled from a transcript other than the guide's (block names are per transcript).
 OWN: dict[str, tuple[str, ...]] = {
@@ -39,6 +40,7 @@ OWN: dict[str, tuple[str, ...]] = {
     ),
     "frameworks": ("integrations/frameworks.md",),
     "store": ("store-internals.md", "team-setup.md", "explain.md"),
+    "replay": ("check-and-rerun.md", "commands/ui.md", "object-storage.md"),
 }
 
 

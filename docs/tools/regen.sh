@@ -2,7 +2,7 @@
 # Regenerates every real-output block of the docs, in English and Chinese, with one command:
 #   sh docs/tools/regen.sh
 # It runs every transcript (docs/tools/pages.py --list: the guide's, the integration
-# pages', the frameworks', the store pages') side by side, each in a demo directory of its
+# pages', the frameworks', the store pages', the replayed ones') side by side, each in a demo directory of its
 # own at the fixed path the pages show, then fills each page's <!-- out:NAME --> /
 # <!-- file:PATH --> blocks from the transcript that holds its blocks (names are per
 # transcript: the walkthrough has a diff-lr of its own; pages.py says which page is whose).

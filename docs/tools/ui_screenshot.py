@@ -64,7 +64,11 @@ def build(root: Path) -> tuple[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path("docs/img"))
+    parser.add_argument("--store-only", type=Path, default=None)
     args = parser.parse_args()
+    if args.store_only is not None:
+        build(args.store_only)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="ui_demo_")) / "store"
     _, dna = build(root)
