@@ -34,13 +34,15 @@ DNA. Under
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import os
 import sys
 import types
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,6 +77,24 @@ class IncompleteManifestWarning(UserWarning):
 
 #: Hashing a checkpoint of many GB takes a while; still bounded, so a dead mount cannot hang.
 PIN_DEADLINE_S = 600.0
+
+_SETUP_FOLLOWS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "expdna_setup_follows", default=False
+)
+
+
+@contextlib.contextmanager
+def setup_follows() -> Iterator[None]:
+    """Around :func:`start` in a framework callback that adds the trainer's settings to the
+    DNA right after it (``expdna.integrations.frameworks.add_training``): ``start`` then
+    leaves recording the run to ``add_runtime``, so the store never holds the run without
+    those settings (another DNA than its manifest file's)."""
+    token = _SETUP_FOLLOWS.set(True)
+    try:
+        yield
+    finally:
+        _SETUP_FOLLOWS.reset(token)
+
 
 # Frames of these modules are the hook itself, not the training script that called it.
 _OWN_MODULES = ("expdna", "contextlib")
@@ -130,6 +150,8 @@ class RunHandle:
     #: Pins made before the run was recorded: ``(digest, name, path, size)``, written to
     #: the store right after the run's record, so no pin reaches a store before its run.
     _held_pins: list[tuple[str, str, str, int]] = field(default_factory=list, repr=False)
+    #: Started inside :func:`setup_follows`: the DNA changes before ``add_runtime``.
+    _setup_follows: bool = field(default=False, repr=False)
 
     @property
     def dna(self) -> str | None:
@@ -252,20 +274,21 @@ class RunHandle:
 
     def _settled(self) -> bool:
         """Whether the DNA can no longer change: ``add_runtime`` has run (or the run has
-        ended), or it would add nothing (no Ray imported, no ``torch.distributed`` peers,
-        as :meth:`_record_at_start` judges)."""
-        return (
-            self._runtime_added or self._ended or (self.peers is None and "ray" not in sys.modules)
-        )
+        ended), or nothing would change it (no Ray imported, no ``torch.distributed`` peers,
+        no framework settings to come: as :meth:`_record_at_start` judges)."""
+        if self._runtime_added or self._ended:
+            return True
+        return self.peers is None and "ray" not in sys.modules and not self._setup_follows
 
     def _record_at_start(self) -> None:
         """Record the run as it starts (``running``), so a SIGKILLed process is in the
         store too: only into a store the log writer can take (no SQLAlchemy here,
         :mod:`expdna.store.deferred`), and only where ``add_runtime`` cannot change the
-        DNA (no Ray imported, no ``torch.distributed`` peers: their runs are recorded at
-        ``add_runtime``, as before)."""
+        DNA (no Ray imported, no ``torch.distributed`` peers, not started by a framework
+        callback whose settings join the DNA next, :func:`setup_follows`: their runs are
+        recorded at ``add_runtime``)."""
         assert self.manifest is not None
-        if self.peers is not None or "ray" in sys.modules:
+        if self.peers is not None or "ray" in sys.modules or self._setup_follows:
             return
         from expdna.store.deferred import usable
 
@@ -523,6 +546,7 @@ def start(
         _registry=registry,
         _reuse_hardware=registry is None and collectors is None,
         peers=peers,
+        _setup_follows=_SETUP_FOLLOWS.get(),
     )
     for note in notes:
         handle._warn(note)
