@@ -2,6 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+#: The most characters of a value one error line quotes: a manifest may come from anyone,
+#: and a value in it may be of any length.
+QUOTED_CHARS = 80
+
+
+def cut(text: str, limit: int = QUOTED_CHARS) -> str:
+    """``text`` for an error line: at most ``limit`` characters, a cut one ending in ``…``
+    and its length."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(text)} characters)"
+
+
+def quoted(value: Any, limit: int = QUOTED_CHARS) -> str:
+    """``repr(value)`` for an error line, cut as :func:`cut` cuts (a long string is cut
+    before it is quoted, so its repr is never built whole)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[: limit - 1]!r}… ({len(value)} characters)"
+    return cut(repr(value), limit)
+
 
 class ExpdnaError(Exception):
     """Base of every error expdna raises on purpose."""

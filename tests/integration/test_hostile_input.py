@@ -187,3 +187,42 @@ def test_a_time_before_year_one_in_utc_is_one_line(tmp_path: Path, good: Path) -
     one_error(expdna(store, "runs", "--since", since, cwd=tmp_path), "--since", "out of range")
     late = expdna(store, "runs", "--since", "0001-01-01T00:00:00-01:00", cwd=tmp_path)
     assert late.returncode == 0 and synthetic(700).run_id in late.stdout
+
+
+HUGE = 50_000
+
+
+@pytest.mark.parametrize(
+    ("field", "said"),
+    [
+        ("run_id", "run id"),
+        ("parent", "lineage parent"),
+        ("generated_at", "generated_at"),
+        ("nul_key", "NUL character in config.resolved_args."),
+        ("duplicate_key", "duplicate key"),
+    ],
+)
+def test_an_error_line_quotes_a_hostile_value_cut_short(
+    tmp_path: Path, good: Path, field: str, said: str
+) -> None:
+    doc = json.loads(good.read_text())
+    doc.pop("dna")
+    text = json.dumps(doc)
+    if field == "run_id":
+        doc["run_id"] = "x" * HUGE
+    elif field == "parent":
+        doc["lineage"] = [{"relation": "derived_from", "parent": "p" * HUGE}]
+    elif field == "generated_at":
+        doc["generated_at"] = "2" * HUGE
+    elif field == "nul_key":
+        doc["config"]["resolved_args"]["k" * HUGE] = "a\x00b"
+    if field == "duplicate_key":  # the same long key twice in one object
+        key = json.dumps("d" * HUGE)
+        text = text[:-1] + f", {key}: 1, {key}: 2}}"
+    else:
+        text = json.dumps(doc)
+    bad = tmp_path / "hostile.json"
+    bad.write_text(text)
+    done = expdna(tmp_path / "store", "record", str(bad), cwd=tmp_path)
+    one_error(done, str(bad), said, "… (", " characters)")
+    assert len(done.stderr) < 400

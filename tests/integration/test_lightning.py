@@ -151,3 +151,40 @@ def test_a_fit_that_raises_is_recorded_failed(tmp_path: Path) -> None:
     assert doc["status"]["state"] == "failed"
     assert doc["status"]["error"] == {"type": "RuntimeError", "message": "CUDA out of memory"}
     assert doc["metrics"] == {"train_loss": 2.5}
+
+
+def test_a_fit_into_an_existing_store_keeps_the_dna_of_its_manifest(tmp_path: Path) -> None:
+    """An existing store is written at start() for a plain script; here the trainer's
+    settings join the DNA after start(), so the run is recorded with them, at add_runtime."""
+    from expdna.store import Store
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    shutil.copy(EXAMPLE, repo / "train.py")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "train.py")
+    git(repo, "commit", "-q", "-m", "tiny")
+    store = tmp_path / "store"
+    Store.open(store).close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EXPDNA_")}
+    env.update(PYTHONWARNINGS="ignore", EXPDNA_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, str(repo / "train.py"), "--output-dir", str(tmp_path / "out")]
+    done = subprocess.run(
+        [*argv, "--store", str(store), "--package", "lightning"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    manifest = load_manifest(result["manifest"])
+    assert manifest.dna is not None and manifest.dna.value == result["dna"]
+    with Store.open(store) as opened:  # applies the entries the training wrote
+        assert opened.get(result["run_id"]).dna == manifest.dna.value
+        assert opened.show(result["run_id"])["training"] == manifest.to_dict()["training"]
+    (checkpoint,) = (tmp_path / "out" / "checkpoints").glob("*.ckpt")
+    which = invoke(store, "which", str(checkpoint), "--json")
+    assert which.exit_code == 0, which.output
+    assert json.loads(which.output)[0]["run_id"] == result["run_id"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,17 @@ import pytest
 
 from expdna.manifest.io import write_manifest
 from expdna.store import Store
-from tests.factories import DRIVER, VBIOS, collide_prefix, git, invoke, rows, run, synthetic
+from tests.factories import (
+    DRIVER,
+    EXPDNA,
+    VBIOS,
+    collide_prefix,
+    git,
+    invoke,
+    rows,
+    run,
+    synthetic,
+)
 
 
 @pytest.fixture(scope="module")
@@ -199,6 +210,35 @@ def test_find_by_hardware_fields_and_paths(store: Path) -> None:
     assert len(where) == 8
     assert invoke(store, "find", "--vbios", "nope").exit_code == 1
     assert invoke(store, "find").exit_code == 2
+
+
+def test_find_limit_zero_is_all_as_in_runs(store: Path) -> None:
+    every = run(store, "find", "--where", "schema_version=1.0", "--limit", "0", "--json")
+    assert every.returncode == 0, every.stderr
+    assert len(rows(every.stdout)) == 12
+    two = rows(
+        invoke(store, "find", "--where", "schema_version=1.0", "--limit", "2", "--json").stdout
+    )
+    assert [r["run_id"] for r in two] == [r["run_id"] for r in rows(every.stdout)[:2]]
+
+
+@pytest.mark.parametrize(
+    "args", [("runs",), ("runs", "--json"), ("find", "--gpu", "NVIDIA H100 80GB HBM3")]
+)
+def test_a_reader_that_stops_early_ends_the_command_quietly(
+    store: Path, args: tuple[str, ...]
+) -> None:
+    """``expdna runs | head -1``: the reader is gone before the command writes."""
+    env = {**os.environ, "EXPDNA_STORE": str(store)}
+    env.pop("EXPDNA_INDEX_URL", None)
+    process = subprocess.Popen(
+        [EXPDNA, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command has started: its first write finds no reader
+    errors = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 0, errors
+    assert errors == ""
 
 
 def test_fsck_and_gc(tmp_path: Path) -> None:

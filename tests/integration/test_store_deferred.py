@@ -164,3 +164,73 @@ def test_the_hook_on_the_shared_postgresql_index(
         assert [p.run_id for p in opened.which("best.pt")] == [trained["run_id"]]
         assert opened.metrics(trained["run_id"]) == {"val_loss": 0.25}
     assert StoreLog(store / "objects").pending() == []
+
+
+#: A run whose DNA can still change when it pins: Ray is imported (add_runtime adds its
+#: topology), so start() does not record it, and a checkpoint is saved before add_runtime.
+TRAIN_PIN_FIRST = """
+import json, sys
+import ray  # noqa: F401  (imported, not started: the hook records at add_runtime)
+import expdna
+out = sys.argv[1]
+handle = expdna.start({"lr": 0.1}, output_dir=out)
+open(out + "/early.pt", "wb").write(b"weights before add_runtime " + handle.run_id.encode())
+handle.pin(out + "/early.pt", name="early.pt")
+handle.add_runtime()
+handle.finish({"val_loss": 0.5})
+print(json.dumps({"run_id": handle.run_id, "warnings": handle.warnings}))
+"""
+
+
+def _kinds(store: Path) -> list[str]:
+    entries = StoreLog(store / "objects")
+    return [entries.read(name).kind for name in entries.names()]
+
+
+def test_a_pin_before_the_run_is_recorded_waits_for_the_record(
+    project: Path, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    Store.open(store).close()
+    out = project / "out"
+    out.mkdir()
+    env = {**os.environ, "EXPDNA_STORE": str(store)}
+    env.pop("EXPDNA_INDEX_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN_PIN_FIRST, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    trained = json.loads(done.stdout.splitlines()[-1])
+    assert trained["warnings"] == []
+    # the pin was held until add_runtime recorded the run, then written after its record
+    assert _kinds(store) == ["record", "pin", "metrics", "status"]
+    which = run(store, "which", "early.pt", "--json")  # catch-up applies them
+    assert which.returncode == 0, which.stderr
+    assert [p["run_id"] for p in json.loads(which.stdout)] == [trained["run_id"]]
+    assert run(store, "reindex").returncode == 0
+    again = run(store, "which", "early.pt", "--json")
+    assert [p["run_id"] for p in json.loads(again.stdout)] == [trained["run_id"]]
+
+
+def test_a_pin_into_a_new_store_records_its_run_first(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import expdna
+
+    monkeypatch.delenv("EXPDNA_INDEX_URL", raising=False)
+    store = tmp_path / "new-store"  # not there at start(): nothing recorded then
+    handle = expdna.start({"lr": 0.1}, store=store, caller_file=repo / "train.py")
+    assert handle is not None
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"weights of a run not recorded yet")
+    assert handle.pin(checkpoint, name="model.pt") is not None
+    handle.finish({"val_loss": 0.5})
+    assert handle.warnings == []
+    with Store.open_for_reading(store) as opened:
+        assert [p.run_id for p in opened.which("model.pt")] == [handle.run_id]
+        assert opened.get(handle.run_id or "").dna == handle.dna

@@ -215,8 +215,9 @@ def test_text_rendering() -> None:
     assert lines[0].startswith("code        =  ")
     assert lines[1].startswith("config      != ") and " -> " in lines[1]
     assert "WARN config.resolved_args.lr: 0.1 -> 0.2  (in dna)" in lines
-    long_line = next(line for line in lines if line.startswith("INFO command.argv.1:"))
-    assert len(long_line) < 120 and long_line.endswith("…")
+    # the entry script is part of the command, which version 3 hashes with the config
+    long_line = next(line for line in lines if line.startswith("WARN command.argv.1:"))
+    assert len(long_line) < 120 and long_line.endswith("…  (in dna)")
     assert lines[-1].startswith("dna: ") and lines[-1].endswith("(differ)")
 
 
@@ -416,3 +417,13 @@ def test_a_leaf_only_the_second_run_has_is_in_the_dna_only_if_its_value_counts()
     threads = "environment.framework.torch.loaded.determinism.num_threads"
     assert flags[seed] is False
     assert flags[threads] is True
+
+
+def test_argument_words_are_in_the_dna_through_the_command() -> None:
+    a = make(command__argv=["python", "train.py", "--lr", "0.1", "--output_dir", "/out/a"])
+    b = make(command__argv=["python", "train.py", "--lr", "0.2", "--output_dir", "/out/b"])
+    report = diff_manifests(a, b)
+    judged = {c.path: (c.severity, c.in_dna) for c in report.changes}
+    # a setting's word changes the DNA; a per-run output directory's does not
+    assert judged == {"command.argv.3": ("WARN", True), "command.argv.5": ("INFO", False)}
+    assert not report.sections["config"].equal and not report.equal

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import sys
 from typing import Any
 
 import click
@@ -149,7 +150,21 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # a reader gone before the end (| head) shows here
+        except BrokenPipeError:
+            # The reader of stdout stopped early (`expdna runs | head -1`): it has what it
+            # wanted. Python's recipe: point stdout at devnull, so the flush at exit
+            # cannot fail again, and end quietly.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+            except (OSError, ValueError):  # a stdout without a file descriptor
+                pass
+            ctx.exit(0)
         except ExpdnaError as exc:
             click.echo(f"expdna: error: {exc}", err=True)
             ctx.exit(exc.exit_code)

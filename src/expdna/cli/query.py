@@ -279,7 +279,9 @@ def _warn_if_edited(path: str, manifest: Manifest) -> None:
     metavar="PATH=VALUE",
     help="Any manifest leaf; list indexes dropped (hardware.gpus.name=...).",
 )
-@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N runs.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), metavar="N", help="At most N runs (0: all, as without)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of runs.")
 @pass_config
 @click.pass_context
@@ -310,6 +312,6 @@ def find_command(
     if not filters:
         raise click.UsageError("give at least one filter (--vbios, --driver, ..., --where)")
     with open_store(config, read_only=True) as store:
-        runs = store.find(*filters, limit=limit)
+        runs = store.find(*filters, limit=limit or None)
         unknown = store.unknown_paths(filters) if not runs else None
     emit_runs(ctx, runs, as_json, unknown)

@@ -17,7 +17,8 @@ from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 from expdna.compare.config_roles import BY_PATH, by_role
-from expdna.compare.keyed import Items, Name, Row, dotted, keyed, plain, unkeyed
+from expdna.compare.dna_judge import DnaJudge
+from expdna.compare.keyed import Items, Name, Row, dotted, keyed, plain
 from expdna.compare.patch_files import changed_files
 from expdna.compare.repos import match_repos
 from expdna.manifest.dna import compute_dna, verify_dna
@@ -278,22 +279,12 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
     changed = list(dict.fromkeys(_item_or_leaf(k, doc_a, doc_b) for k in changed))
     equal = dna_a.value == dna_b.value
 
+    judge = DnaJudge(
+        doc_a, dna_a.value, {name for name, s in sections.items() if not s.equal}, _with_leaf
+    )
+
     def in_dna(keys: Keys) -> bool:
-        section = str(keys[0])
-        if keys[:2] == ("config", "dna_ignore") or section == "unknown":
-            pass  # what the DNA leaves out, or which sections are unknown: any section
-        elif section not in sections or sections[section].equal:
-            return False
-        edited = compute_dna(unkeyed(_with_leaf(doc_a, keys, _get(doc_b, keys)))).value
-        if edited == dna_a.value:
-            return False
-        if _get(doc_a, keys) is not None:
-            return True
-        # A leaf a lacks may bring containers a lacks too (a hook's determinism facts where
-        # generate had none): those alone can move the DNA, so it is the leaf's own value
-        # that must count, against the same containers without it.
-        bare = compute_dna(unkeyed(_with_leaf(doc_a, keys, None))).value
-        return edited != bare
+        return judge.in_dna(keys, _get(doc_b, keys))
 
     explained = _explanations(changed, doc_a, doc_b)
     changes = []

@@ -34,13 +34,15 @@ DNA. Under
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import logging
 import os
 import sys
 import types
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,6 +77,24 @@ class IncompleteManifestWarning(UserWarning):
 
 #: Hashing a checkpoint of many GB takes a while; still bounded, so a dead mount cannot hang.
 PIN_DEADLINE_S = 600.0
+
+_SETUP_FOLLOWS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "expdna_setup_follows", default=False
+)
+
+
+@contextlib.contextmanager
+def setup_follows() -> Iterator[None]:
+    """Around :func:`start` in a framework callback that adds the trainer's settings to the
+    DNA right after it (``expdna.integrations.frameworks.add_training``): ``start`` then
+    leaves recording the run to ``add_runtime``, so the store never holds the run without
+    those settings (another DNA than its manifest file's)."""
+    token = _SETUP_FOLLOWS.set(True)
+    try:
+        yield
+    finally:
+        _SETUP_FOLLOWS.reset(token)
+
 
 # Frames of these modules are the hook itself, not the training script that called it.
 _OWN_MODULES = ("expdna", "contextlib")
@@ -122,8 +142,16 @@ class RunHandle:
     _ended: bool = field(default=False, repr=False)
     #: Joined a run ``expdna run`` made: write its file at ``path``, record nothing.
     _joined: bool = field(default=False, repr=False)
-    #: Recorded by ``start`` (``add_runtime`` then keeps the recorded runtime).
+    #: Recorded before ``add_runtime`` (by ``start``, or by a ``pin`` once the DNA was
+    #: settled): ``add_runtime`` then keeps the recorded runtime.
     _recorded_at_start: bool = field(default=False, repr=False)
+    #: ``add_runtime`` has run: the DNA is final (``finish`` changes only what is outside it).
+    _runtime_added: bool = field(default=False, repr=False)
+    #: Pins made before the run was recorded: ``(digest, name, path, size)``, written to
+    #: the store right after the run's record, so no pin reaches a store before its run.
+    _held_pins: list[tuple[str, str, str, int]] = field(default_factory=list, repr=False)
+    #: Started inside :func:`setup_follows`: the DNA changes before ``add_runtime``.
+    _setup_follows: bool = field(default=False, repr=False)
 
     @property
     def dna(self) -> str | None:
@@ -158,6 +186,7 @@ class RunHandle:
             if self.peers is not None and self.peers.layout.leads_node:
                 self._post_node()
             return self
+        self._runtime_added = True
         if self._recorded_at_start and "ray" not in sys.modules:
             # start() recorded the run with its runtime, and no Ray since: nothing to add.
             self._save()
@@ -180,8 +209,9 @@ class RunHandle:
         )
         if updated is not None and self._recorded_at_start and updated.dna != current.dna:
             self._warn(
-                "Ray was imported after start() recorded the run: the store keeps the run "
-                "as it started, without the Ray topology (import ray before start())"
+                "Ray was imported after the run was recorded (at start() or a pin): the "
+                "store keeps the run as it started, without the Ray topology (import ray "
+                "before start())"
             )
         if updated is not None:
             self.manifest = updated
@@ -222,33 +252,51 @@ class RunHandle:
         assert self.manifest is not None
         self._link_trackers()
         self._write()
-        if not self._recorded and self.store.configured:
-            warning = self.store.record(self.manifest)
-            if warning:
-                self._warn(warning)
-            else:
-                self._recorded = True
+        self._record()
         self._warn_all(tell(self.links, self.manifest, self.deadline_s))
+
+    def _record(self) -> bool:
+        """Record the run in the store once, then write the pins held for it; whether it
+        is recorded now."""
+        assert self.manifest is not None
+        if self._recorded or not self.store.configured:
+            return self._recorded
+        warning = self.store.record(self.manifest)
+        if warning:
+            self._warn(warning)
+            return False
+        self._recorded = True
+        held, self._held_pins = self._held_pins, []
+        run_id = self.manifest.run_id
+        for digest, name, path, size in held:
+            self._warn_all([self.store.pin(run_id, digest, name=name, path=path, size=size)])
+        return True
+
+    def _settled(self) -> bool:
+        """Whether the DNA can no longer change: ``add_runtime`` has run (or the run has
+        ended), or nothing would change it (no Ray imported, no ``torch.distributed`` peers,
+        no framework settings to come: as :meth:`_record_at_start` judges)."""
+        if self._runtime_added or self._ended:
+            return True
+        return self.peers is None and "ray" not in sys.modules and not self._setup_follows
 
     def _record_at_start(self) -> None:
         """Record the run as it starts (``running``), so a SIGKILLed process is in the
         store too: only into a store the log writer can take (no SQLAlchemy here,
         :mod:`expdna.store.deferred`), and only where ``add_runtime`` cannot change the
-        DNA (no Ray imported, no ``torch.distributed`` peers: their runs are recorded at
-        ``add_runtime``, as before)."""
+        DNA (no Ray imported, no ``torch.distributed`` peers, not started by a framework
+        callback whose settings join the DNA next, :func:`setup_follows`: their runs are
+        recorded at ``add_runtime``)."""
         assert self.manifest is not None
-        if self.peers is not None or "ray" in sys.modules:
+        if self.peers is not None or "ray" in sys.modules or self._setup_follows:
             return
         from expdna.store.deferred import usable
 
         target = self.store.target
         if not (isinstance(target, StoreConfig) and usable(target)):
             return  # a new store is created at the first later record, through its index
-        warning = self.store.record(self.manifest)
-        if warning:
-            self._warn(warning)
-        else:
-            self._recorded = self._recorded_at_start = True
+        if self._record():
+            self._recorded_at_start = True
 
     def _write(self) -> None:
         """Write the manifest file (when there is an output dir, or a joined run's path)."""
@@ -313,6 +361,9 @@ class RunHandle:
         if already and ending and self.manifest.status is not None and self.store.configured:
             status = self.manifest.status.model_dump(mode="json")
             self._warn_all([self.store.record_status(self.manifest.run_id, status)])
+        if self._held_pins:
+            names = ", ".join(name for _, name, _, _ in self._held_pins)
+            self._warn(f"checkpoint pins not recorded, the run is not in the store: {names}")
         self.store.close()
         return self
 
@@ -355,7 +406,9 @@ class RunHandle:
         """Pin a checkpoint's content digest to this run; returns ``blake3:<hex>`` or ``None``.
 
         The digest is the file's BLAKE3, so a renamed or copied checkpoint still names the
-        run (``expdna which``). Recorded in the store when it supports pins.
+        run (``expdna which``). Recorded in the store when it supports pins, always after
+        the run itself: a run not recorded yet is recorded first when its DNA can no longer
+        change, else the pin is held until :meth:`add_runtime` or :meth:`finish` records it.
         """
         if self.manifest is None:
             return None
@@ -370,13 +423,17 @@ class RunHandle:
             return None
         digest, size = found
         reference = ref(digest)
-        warning = self.store.pin(
-            self.manifest.run_id,
-            reference,
-            name=name or target.name,
-            path=redact_text(str(target.resolve())),
-            size=size,
-        )
+        name, where = name or target.name, redact_text(str(target.resolve()))
+        if self.store.configured and not self._recorded:
+            # A pin names its run: the run goes to the store first. Recorded now when its
+            # DNA is final; otherwise the pin waits for the record (add_runtime, finish).
+            if self._settled() and self._record() and not self._runtime_added:
+                self._recorded_at_start = True
+            if not self._recorded:
+                log.info("expdna: pin of %s held until run %s is recorded", name, self.run_id)
+                self._held_pins.append((reference, name, where, size))
+                return reference
+        warning = self.store.pin(self.manifest.run_id, reference, name=name, path=where, size=size)
         if warning:
             self._warn(warning)
         return reference
@@ -489,6 +546,7 @@ def start(
         _registry=registry,
         _reuse_hardware=registry is None and collectors is None,
         peers=peers,
+        _setup_follows=_SETUP_FOLLOWS.get(),
     )
     for note in notes:
         handle._warn(note)

@@ -34,7 +34,7 @@ import os
 from typing import Any
 
 from expdna.integrations.frameworks import add_training, main_script, model_fields, plain_metrics
-from expdna.integrations.hook import RunHandle, start
+from expdna.integrations.hook import RunHandle, setup_follows, start
 
 try:  # the current package name first; the older one has the same Callback
     from lightning.pytorch import Callback
@@ -125,7 +125,8 @@ class ExpdnaCallback(Callback):
             kwargs = {"caller_file": main_script(), **self.start_kwargs}
             args = kwargs.pop("args", None)
             kwargs.setdefault("ranks", trainer_ranks(trainer))
-            self.run = start(args, output_dir=output_dir, **kwargs)
+            with setup_follows():  # the trainer's settings join the DNA below
+                self.run = start(args, output_dir=output_dir, **kwargs)
             if self.run is not None:
                 fields = trainer_settings(trainer)
                 hparams = getattr(pl_module, "hparams", None)

@@ -34,7 +34,7 @@ from typing import Any
 from transformers import TrainerCallback
 
 from expdna.integrations.frameworks import add_training, main_script, model_fields, plain_metrics
-from expdna.integrations.hook import RunHandle, start
+from expdna.integrations.hook import RunHandle, setup_follows, start
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,8 @@ class ExpdnaCallback(TrainerCallback):
         try:
             output_dir = self.output_dir if self.output_dir is not None else args.output_dir
             kwargs = {"caller_file": main_script(), "output_dir": output_dir, **self.start_kwargs}
-            self.run = start(merged_args(args, kwargs.pop("args", None)), **kwargs)
+            with setup_follows():  # the trainer's settings join the DNA below
+                self.run = start(merged_args(args, kwargs.pop("args", None)), **kwargs)
             if self.run is not None:
                 fields = training_fields(args)
                 model = self._model

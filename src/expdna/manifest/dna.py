@@ -590,21 +590,43 @@ def mark_unknown(projected: Any) -> dict[str, Any]:
     return {"unknown": True, "partial": projected}
 
 
+def _project_section(doc: Mapping[str, Any], name: str, version: int) -> Any:
+    """Section ``name`` of ``doc`` projected as the DNA hashes it: ``dna_ignore`` applied,
+    an unknown section marked (``null`` values not dropped yet)."""
+    ignore = tuple(((doc.get("config") or {}).get("dna_ignore")) or ())
+    section = config_input(doc, version) if name == "config" else doc.get(name)
+    projected = _projection(name, version)(section or {})
+    if ignore:
+        projected = _apply_ignore(projected, name, _glob_cached(ignore))
+    if name in (doc.get("unknown") or {}):
+        projected = mark_unknown(projected)
+    return projected
+
+
 def _raw_projections(manifest: Manifest | Mapping[str, Any], version: int) -> dict[str, Any]:
     check_version(version)
     doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
-    ignore = tuple(((doc.get("config") or {}).get("dna_ignore")) or ())
-    unknown = doc.get("unknown") or {}
-    result: dict[str, Any] = {}
-    for name in DNA_SECTIONS:
-        section = config_input(doc, version) if name == "config" else doc.get(name)
-        projected = _projection(name, version)(section or {})
-        if ignore:
-            projected = _apply_ignore(projected, name, _glob_cached(ignore))
-        if name in unknown:
-            projected = mark_unknown(projected)
-        result[name] = projected
-    return result
+    return {name: _project_section(doc, name, version) for name in DNA_SECTIONS}
+
+
+def section_projection(
+    manifest: Manifest | Mapping[str, Any], name: str, *, version: int = DNA_VERSION
+) -> Any:
+    """One DNA section's identity projection of a manifest (or its document), as
+    :func:`compute_dna` hashes it: what the section's digest is the digest of
+    (:func:`projection_digest`). ``name`` is one of ``DNA_SECTIONS``; in version 3 the
+    ``config`` projection includes the manifest's ``command``."""
+    check_version(version)
+    if name not in PROJECTIONS:
+        raise ValueError(f"{name!r} is not a DNA section ({', '.join(DNA_SECTIONS)})")
+    doc = manifest.to_dict() if isinstance(manifest, Manifest) else manifest
+    return _project_section(doc, name, version)
+
+
+def projection_digest(projected: Any) -> str:
+    """The section digest of a projection (:func:`section_projection`): BLAKE3 of its
+    canonical bytes, ``null`` values dropped."""
+    return hex_of(canonical_bytes(projected, drop_none_values=True))
 
 
 def projections(
@@ -618,7 +640,7 @@ def compute_dna(manifest: Manifest | Mapping[str, Any], *, version: int = DNA_VE
     """The DNA of ``manifest`` in ``version`` (the current one unless a stored DNA of an
     older version is being verified): per-section digests and the top-level value."""
     sections = {
-        name: hex_of(canonical_bytes(projected, drop_none_values=True))
+        name: projection_digest(projected)
         for name, projected in _raw_projections(manifest, version).items()
     }
     return Dna(version=version, value=dna_value(sections, version=version), sections=sections)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from expdna.errors import ManifestError, ManifestTooLargeError, WriteError
+from expdna.errors import ManifestError, ManifestTooLargeError, WriteError, quoted
 from expdna.manifest.canonical import normalise
 from expdna.manifest.model import Manifest
 from expdna.manifest.versioning import check_version, normalise_legacy
@@ -46,7 +46,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
-            raise _DuplicateKey(f"duplicate key {key!r}")
+            raise _DuplicateKey(f"duplicate key {quoted(key)}")
         result[key] = value
     return result
 

@@ -7,7 +7,9 @@ oldest first, through the functions ``reindex`` replays the log with: a ``record
 runs are prepared again from their manifest objects and written with the entry's time,
 ``pin``, ``link`` and ``metrics`` entries by :func:`expdna.store.logged.appliers`. Each
 entry is applied and marked applied in one transaction, then its marker removed; an entry
-found applied already (another process was first) only loses its marker. A fact the index
+found applied already (another process was first) only loses its marker. A ``pin`` entry
+whose run is not recorded yet (an older hook pinned before it recorded the run) is applied
+right after that run's later ``record`` entry; until one comes it stays pending. A fact the index
 refuses (a run recorded with other content, a metrics update for a run that is not there)
 is logged as a warning: the entry stays in the log, as a refused ``expdna pin`` leaves
 nothing, and ``fsck`` names it.
@@ -52,6 +54,8 @@ def apply_pending(objects: ObjectStore, index: Index, store_log: LogStore) -> in
     apply = appliers()
     cache = InternCache()
     done = 0
+    #: run id -> pin entries that name it before its record entry was applied
+    waiting: dict[str, list[LogEntry]] = {}
     for name in names:
         try:
             entry = store_log.read(name)
@@ -62,22 +66,48 @@ def apply_pending(objects: ObjectStore, index: Index, store_log: LogStore) -> in
             log.warning("pending log entry %s not applied: %s", name, exc)
             store_log.clear_pending(name)
             continue
-        if entry.kind == "record":
-            applied = _apply_record(objects, index, entry, cache)
-        else:
-            applied = index.write_retrying(
-                functools.partial(_apply_other, entry=entry, apply=apply)
-            )
+        if entry.kind != "record":
+            result = index.write_retrying(functools.partial(_apply_other, entry=entry, apply=apply))
+            if isinstance(result, str):  # a pin before its run's record: it stays pending
+                waiting.setdefault(result, []).append(entry)
+                continue
+            store_log.clear_pending(name)
+            done += result
+            continue
+        done += _apply_record(objects, index, entry, cache)
         store_log.clear_pending(name)
-        done += applied
+        for run in entry.body.get("runs", []):
+            for pin in waiting.pop(str(run[0]), []):
+                applied = index.write_retrying(
+                    functools.partial(_apply_other, entry=pin, apply=apply, wait=False)
+                )
+                done += applied is True
+                store_log.clear_pending(pin.name)
+    for run_id, pins in waiting.items():
+        log.info(
+            "%d pending pin entries wait for run %s to be recorded (first %s)",
+            len(pins),
+            run_id,
+            pins[0].name,
+        )
     if done:
         log.info("applied %d pending log entries to index", done)
     return done
 
 
-def _apply_other(conn: Connection, *, entry: LogEntry, apply: Mapping[str, Apply]) -> bool:
+def _apply_other(
+    conn: Connection, *, entry: LogEntry, apply: Mapping[str, Apply], wait: bool = True
+) -> bool | str:
+    """Apply one entry; whether this call applied it, or (``wait``) the id of the run a
+    pin entry names that is not recorded yet."""
     if _applied(conn, entry.name):
         return False
+    if wait:
+        from expdna.store.pins import waits_for_run
+
+        run_id = waits_for_run(conn, entry)
+        if run_id is not None:
+            return run_id
     try:
         with conn.begin_nested():
             apply[entry.kind](conn, entry)

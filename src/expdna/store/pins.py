@@ -124,6 +124,19 @@ def by_name(conn: Conn, name: str) -> list[PinRecord]:
     return select_pins(conn, "pins.name = :name", {"name": name})
 
 
+def waits_for_run(conn: Connection, entry: LogEntry) -> str | None:
+    """The run a ``pin`` entry names when no run of that exact id is recorded yet (the
+    training hook of an older expdna could log a pin before its run's ``record`` entry):
+    catch-up and ``reindex`` apply it after that run's record. ``None`` otherwise."""
+    from expdna.manifest.runid import RUN_ID
+
+    run_id = entry.body.get("run_id") if entry.kind == "pin" else None
+    if not isinstance(run_id, str) or RUN_ID.fullmatch(run_id) is None:
+        return None
+    found = reader_of(conn).scalar("SELECT id FROM runs WHERE run_id = :run_id", {"run_id": run_id})
+    return run_id if found is None else None
+
+
 def apply_entry(conn: Connection, entry: LogEntry) -> PinRecord:
     """A ``pin`` log entry's rows (recording it, or ``reindex`` replaying it)."""
     body = entry.body

@@ -3,10 +3,11 @@
 Replays the log (expdna.store.objects.log) oldest first through the functions that wrote
 it: each ``record`` entry's runs are prepared again from their manifest objects and
 written as one batch with the entry's time, each ``pin``, ``link`` and ``metrics`` entry is
-applied as ``pin``, ``link`` and a metrics update apply it. Manifests no entry names
-(recorded before the log existed) are adopted first, oldest first, their object's mtime
-as their record time. The rebuilt index answers ``show``, ``which``, ``lineage`` and
-``stability`` as the old one did.
+applied as ``pin``, ``link`` and a metrics update apply it; a ``pin`` entry logged before its
+run's ``record`` entry (an older training hook wrote them so) is applied right after it.
+Manifests no entry names (recorded before the log existed) are adopted first, oldest first,
+their object's mtime as their record time. The rebuilt index answers ``show``, ``which``,
+``lineage`` and ``stability`` as the old one did.
 
 SQLite: the new index is built in a file beside the old one (unsynced: it is thrown away
 if this stops) and renamed over it at the end, so a lost, empty or corrupt index is
@@ -207,6 +208,8 @@ class _Rebuild:
         self.runs = 0
         self.total = 0
         self.progress = progress
+        #: run id -> pin entries replayed before that run's record entry: applied after it
+        self.waiting: dict[str, list[LogEntry]] = {}
 
     def prepared(
         self, manifest: str, extra: Sequence[Sequence[Any]], source: str
@@ -233,6 +236,9 @@ class _Rebuild:
         self.runs += len(batch)
         if self.progress is not None:
             self.progress(self.runs, self.total)
+        held = [e for p in batch for e in self.waiting.pop(p.run_id, [])]
+        if held:
+            self.other_entries(held, wait=False)
 
     def record_entry(self, entry: LogEntry, batch: list[Prepared], problems: list[str]) -> None:
         self.problems += problems
@@ -242,10 +248,18 @@ class _Rebuild:
             with self.index.write() as conn:
                 log_applied(conn, entry.name, entry.kind)
 
-    def other_entries(self, entries: list[LogEntry]) -> None:
+    def other_entries(self, entries: list[LogEntry], *, wait: bool = True) -> None:
+        """Apply entries other than ``record`` in one transaction; with ``wait``, a pin
+        whose run is not recorded yet waits for that run's record entry."""
+        from expdna.store.pins import waits_for_run
+
         apply = appliers()
         with self.index.write() as conn:
             for entry in entries:
+                run_id = waits_for_run(conn, entry) if wait else None
+                if run_id is not None:
+                    self.waiting.setdefault(run_id, []).append(entry)
+                    continue
                 try:
                     with conn.begin_nested():
                         apply[entry.kind](conn, entry)
@@ -255,6 +269,27 @@ class _Rebuild:
                     if entry.kind == "pin" and self.log is not None:
                         mark_path(self.log, entry.body.get("path"))  # stores pinned before
                 log_applied(conn, entry.name, entry.kind)
+
+    def unmatched_pins(self) -> None:
+        """Pins no later record entry recorded the run of: refused (a problem), as a pin of
+        an unknown run is, except one still pending and young (its run's record may be on
+        its way: catch-up applies it then)."""
+        held = [entry for entries in self.waiting.values() for entry in entries]
+        self.waiting = {}
+        if not held:
+            return
+        young: set[str] = set()
+        if self.log is not None:
+            from expdna.store.drift import STALE_S
+
+            now = time.time()
+            pending = set(self.log.pending())
+            young = {
+                e.name for e in held if e.name in pending and self.log.age_s(e.name, now) <= STALE_S
+            }
+        refused = [entry for entry in held if entry.name not in young]
+        if refused:
+            self.other_entries(refused, wait=False)
 
     def adopt(self, digests: list[str]) -> int:
         """Record manifests no log entry names (recorded before the log), oldest first."""
@@ -363,6 +398,7 @@ def _fill(
                 group = []
     if group:
         rebuild.other_entries(group)
+    rebuild.unmatched_pins()
     return rebuild, len(entries), adopted
 
 

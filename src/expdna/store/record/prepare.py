@@ -13,7 +13,7 @@ from typing import Any
 
 from expdna.digest import hex_of
 from expdna.digest.refs import ref, ref_hex
-from expdna.errors import InvalidInputError
+from expdna.errors import InvalidInputError, cut, quoted
 from expdna.manifest.dna import (
     DNA_VERSION,
     DNA_VERSIONS,
@@ -147,7 +147,7 @@ def _check_version(stored: Any, source: str) -> None:
     if stored is not None and stored.get("version") not in DNA_VERSIONS:
         known = ", ".join(str(v) for v in DNA_VERSIONS)
         raise DnaMismatchError(
-            f"{source}: DNA version {stored.get('version')!r} is not one this expdna can "
+            f"{source}: DNA version {quoted(stored.get('version'))} is not one this expdna can "
             f"verify (it knows versions {known})"
         )
 
@@ -248,7 +248,7 @@ def _refuse_nul(form: _Form, where: str) -> None:
         path = _nul_path(form.doc)
         if path is not None:
             raise InvalidInputError(
-                f"{where}: NUL character in {path}: an index cannot hold it (record the "
+                f"{where}: NUL character in {cut(path)}: an index cannot hold it (record the "
                 "value in the escaped form, bytes:...%00)"
             )
 
@@ -294,10 +294,10 @@ def prepare_doc(
 ) -> Prepared:
     """:func:`prepare` for a document as ``Manifest.to_dict()`` returns it."""
     run_id = str(doc.get("run_id"))
-    where = source or f"run {run_id}"
+    where = source or f"run {cut(run_id)}"
     if RUN_ID.fullmatch(run_id) is None:
         raise InvalidInputError(
-            f"{where}: run id {run_id!r} is not usable (letters, digits, "
+            f"{where}: run id {quoted(run_id)} is not usable (letters, digits, "
             "'._:+-', at most 128 characters)"
         )
     lineage = _lineage(doc, run_id, where)
