@@ -118,3 +118,11 @@ RUN=$(ls out/manifest_*.json | sed 's/.*manifest_//; s/\.json$//')
 printf '\n'; run "cd ~/.cache/expdna/s3/team-runs/expdna && find spool -type f | sort"
 printf '\n'; run "expdna show $RUN | head -5        # the endpoint answers again: uploaded, then applied"
 unset EXPDNA_STORE
+
+# The benchmarks only with EXPDNA_DOCS_BENCH=1 (their blocks keep their recorded figures).
+if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then
+  cd "$REPO" || exit 1
+  block ui-bench;    run "python benchmarks/ui_bench.py --sizes 20000,200000"
+  block ui-bench-1m; run "python benchmarks/ui_bench.py --sizes 1000000 --repeat 9 --keep"
+  block s3-bench;    run "python benchmarks/s3_bench.py"
+fi

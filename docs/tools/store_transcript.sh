@@ -76,4 +76,5 @@ if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then
   cd "$REPO" || exit 1
   block hook-bench; run "python benchmarks/hook_bench.py --store-only --repeat 3"
   block cli-bench;  run "python benchmarks/cli_bench.py --repeat 5"
+  block store-bench-pg; run "python benchmarks/store_bench.py --postgres --dir $DEMO/bench-store"
 fi

@@ -217,4 +217,5 @@ if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then
   cd "$REPO" || exit 1
   block bench-collect; run "python benchmarks/collect_bench.py"
   block bench-data;    run "python benchmarks/data_bench.py --size 512M"
+  block redact-bench;  run "python benchmarks/redact_bench.py --repeat 300"
 fi
