@@ -322,7 +322,8 @@ def collect_training(ctx: CollectContext) -> dict[str, Any]:
 
     # A caller's parsed arguments (defaults included), where the context carries them, say
     # more than the words of argv; values in config files count below both.
-    given = parse_args(ctx.argv) if ctx.resolved_args is None else ctx.resolved_args
+    # A launcher's own options count here (accelerate's --mixed_precision names the precision).
+    given = parse_args(ctx.argv, launcher=True) if ctx.resolved_args is None else ctx.resolved_args
     files = parsed_config_values(ctx)
     given = {k: v for k, v in given.items() if k not in files.file_args}
     args = merged_args(given, files.values)
