@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from expdna.collectors.context import CollectContext
+from expdna.collectors.launched import launched_environ
 from expdna.manifest.command_line import parse_command
 
 #: Environment variables are collected only by these prefixes or exact names.
@@ -151,4 +152,6 @@ def select_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 def collect_config(ctx: CollectContext) -> dict[str, Any]:
     resolved = dict(ctx.resolved_args) if ctx.resolved_args is not None else parse_args(ctx.argv)
-    return {"resolved_args": resolved, "selected_env": select_env(ctx.environ)}
+    # A command still to be started (generate): the environment its launcher will give it.
+    environ = launched_environ(ctx.argv, ctx.environ) if ctx.probe_interpreter else ctx.environ
+    return {"resolved_args": resolved, "selected_env": select_env(environ)}
