@@ -55,6 +55,10 @@ SEVERITY_RULES: tuple[tuple[str, Severity], ...] = (
     ("environment.os", "WARN"),
     ("environment.kernel", "WARN"),
     ("environment.glibc", "WARN"),
+    # Facts only the running process reads (outside the DNA in version 3): still a warning.
+    ("environment.framework.*.loaded.determinism.initial_seed", "INFO"),
+    ("environment.framework.*.loaded.determinism.*", "WARN"),
+    ("environment.hash_randomization", "WARN"),
     ("hardware.cuda*", "WARN"),
     ("hardware.nccl*", "WARN"),
     ("hardware.cudnn*", "WARN"),
@@ -279,7 +283,8 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
     equal = dna_a.value == dna_b.value
 
     def in_dna(keys: Keys) -> bool:
-        section = str(keys[0])
+        # Version 3 projects the command into the config section.
+        section = "config" if keys[0] == "command" else str(keys[0])
         if keys[:2] == ("config", "dna_ignore") or section == "unknown":
             pass  # what the DNA leaves out, or which sections are unknown: any section
         elif section not in sections or sections[section].equal:
