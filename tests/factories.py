@@ -97,7 +97,10 @@ def synthetic_doc(
         "schema_version": "1.0",
         "run_id": run_id or f"20260805_{143025 + i // 60:06d}_1c8e2fb_{i:06d}",
         "generated_at": f"2026-08-05T{(i // 3600) % 24:02d}:{(i // 60) % 60:02d}:{i % 60:02d}Z",
-        "command": {"argv": ["python", "train.py", "--lr", "0.0003"], "cwd": "<HOME>/train"},
+        "command": {
+            "argv": ["python", "train.py", "--lr", "0.0003", "--seed", str(setup)],
+            "cwd": "<HOME>/train",
+        },
         "code": code,
         "config": {"resolved_args": args, "selected_env": {"NCCL_DEBUG": "INFO"}},
         "training": {
@@ -170,8 +173,11 @@ SEED_PATHS = ("config.resolved_args.seed", "training.seeds.seed")
 def seed_doc(
     i: int, *, seed: int = 0, driver: str = "535.104.05", **metrics: float
 ) -> dict[str, Any]:
-    """Setup 1 of the factory with ``seed`` in both places the seed is recorded."""
+    """Setup 1 of the factory with ``seed`` in every place the seed is recorded: the
+    command's words (where DNA version 3 counts it), the resolved arguments and the
+    training fields."""
     doc = synthetic_doc(i, setup=1, driver=driver)
+    doc["command"]["argv"][-1] = str(seed)
     doc["config"]["resolved_args"]["seed"] = seed
     doc["training"]["seeds"]["seed"] = seed
     doc["metrics"] = dict(metrics)

@@ -20,7 +20,7 @@ for source in sys.argv[2:]:
 doc = json.loads(Path(sys.argv[2]).read_text(encoding="utf-8"))
 # An edit after the file was written: its DNA no longer matches its content.
 edited = json.loads(json.dumps(doc))
-edited["config"]["resolved_args"]["lr"] = 0.5
+edited["environment"]["python_version"] = "3.0.0"
 (runs / "manifest_edited.json").write_text(json.dumps(edited, indent=2), encoding="utf-8")
 # A NUL character in a config string, its DNA computed over it: a valid manifest no index holds.
 doc["run_id"] = doc["run_id"][:-4] + "nul0"

@@ -246,6 +246,7 @@ def document() -> dict[str, Any]:
             "packages": {"torch": "2.1"} if maybe() else {},
             "other": value(),
             **({"framework": framework()} if maybe(0.7) else {}),
+            **({"hash_randomization": R.choice([True, False, None])} if maybe(0.3) else {}),
         }
     if maybe():
         d["hardware"] = {

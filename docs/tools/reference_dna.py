@@ -326,8 +326,14 @@ def config(sec, version, doc):
             )
         )
 
-    projected = {
-        "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
+    projected = (
+        {}
+        if version >= 3
+        else {  # v3: the argument words are in the command
+            "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)}
+        }
+    )
+    projected |= {
         "selected_env": {
             k: v
             for k, v in (sec.get("selected_env") or {}).items()
@@ -606,22 +612,24 @@ def project_command(command, hidden):
     return projected
 
 
-def framework(info):  # as installed, plus the loaded framework's determinism switches
+def framework(info, version):  # as installed, plus (v2) the loaded determinism switches
     out = {k: v for k, v in info.items() if k != "loaded"}
     loaded = info.get("loaded")
-    if isinstance(loaded, dict) and isinstance(loaded.get("determinism"), dict):
+    if version < 3 and isinstance(loaded, dict) and isinstance(loaded.get("determinism"), dict):
         out["determinism"] = {k: v for k, v in loaded["determinism"].items() if k != "initial_seed"}
     return out
 
 
-def environment(sec):
-    out = {k: v for k, v in sec.items() if k not in PER_MACHINE_ENVIRONMENT}
+def environment(sec, version):
+    # v3: hash_randomization, which only the running process reads, leaves too
+    left_out = [*PER_MACHINE_ENVIRONMENT, *(["hash_randomization"] if version >= 3 else [])]
+    out = {k: v for k, v in sec.items() if k not in left_out}
     if isinstance(out.get("kernel"), str):
         m = re.match(r"^([0-9]+\.[0-9]+)", out["kernel"])
         out["kernel"] = m.group(1) if m else out["kernel"]
     if isinstance(out.get("framework"), dict):
         out["framework"] = {
-            name: framework(info) if isinstance(info, dict) else info
+            name: framework(info, version) if isinstance(info, dict) else info
             for name, info in out["framework"].items()
         }
     return out
@@ -742,6 +750,10 @@ def project(name, section, version, doc):
         return code(section, version)
     if name == "config":
         return config(section, version, doc)
+    if name == "training":  # v3: derived from the arguments, which the command holds
+        return dict(section) if version < 3 else {}
+    if name == "environment":
+        return environment(section, version)
     return PROJECT[name](section)
 
 

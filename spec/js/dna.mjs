@@ -364,7 +364,8 @@ function projectConfig(section, version, doc) {
   const env = orEmpty(get(section, 'selected_env'), record([]));
   const debug = (k) => version >= 3 && globs(DEBUG_ENV).test(k);
   const projected = record([
-    ['resolved_args', pick(args, (k, v) => !perRun(k, v))],
+    // Version 3 leaves resolved_args out: their words are in the command, masked alike.
+    ...(version < 3 ? [['resolved_args', pick(args, (k, v) => !perRun(k, v))]] : []),
     ['selected_env', pick(env, (k, v) => !globs(PER_ALLOCATION_ENV).test(k) && !isMasked(v) && !debug(k))],
     ['config_files', Object.values(orEmpty(get(section, 'config_files'), record([]))).sort(compareUtf8)],
   ]);
@@ -390,8 +391,11 @@ function projectConfig(section, version, doc) {
   return projected;
 }
 
+// Version 3: facts only the running process reads leave the environment projection.
+const PROCESS_ENVIRONMENT = new Set(['hash_randomization']);
+
 function projectEnvironment(section, version) {
-  const projected = pick(section, (k) => !PER_MACHINE_ENVIRONMENT.has(k));
+  const projected = pick(section, (k) => !PER_MACHINE_ENVIRONMENT.has(k) && !(version >= 3 && PROCESS_ENVIRONMENT.has(k)));
   if (typeof projected.kernel === 'string') {
     const match = KERNEL[version].exec(projected.kernel);
     if (match) projected.kernel = match[1];
@@ -401,7 +405,8 @@ function projectEnvironment(section, version) {
       if (!isObject(info)) return info;
       const identity = pick(info, (k) => k !== 'loaded');
       const loaded = info.loaded;
-      if (isObject(loaded) && isObject(loaded.determinism)) {
+      // Version 3: the loaded framework's determinism switches leave too.
+      if (version < 3 && isObject(loaded) && isObject(loaded.determinism)) {
         identity.determinism = pick(loaded.determinism, (k) => k !== 'initial_seed');
       }
       return identity;
@@ -444,7 +449,8 @@ function projectData(section) {
 const PROJECT = {
   code: projectCode,
   config: projectConfig,
-  training: (section) => pick(section, () => true),
+  // Version 3: derived from the arguments, which the command and config files stand for.
+  training: (section, version) => (version < 3 ? pick(section, () => true) : record([])),
   environment: projectEnvironment,
   hardware: projectHardware,
   runtime: projectRuntime,

@@ -141,7 +141,9 @@ def test_diff_equal_then_one_resolved_arg(repo: Path, out: Path) -> None:
     assert differ.returncode == 1
     sections = section_lines(differ.stdout)
     assert [name for name, eq in sections.items() if eq == "!="] == ["config"]
-    assert "WARN config.resolved_args.lr: 0.1 -> 0.2  (in dna)" in differ.stdout
+    # DNA version 3: the command's word is the identity; the parsed value repeats it.
+    assert "WARN command.argv.3: 0.1 -> 0.2  (in dna)" in differ.stdout
+    assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in differ.stdout
     assert differ.stderr == ""
 
     doc = json.loads(expdna("diff", "--json", a, c, cwd=repo).stdout)
@@ -152,7 +154,7 @@ def test_diff_equal_then_one_resolved_arg(repo: Path, out: Path) -> None:
 def test_diff_warns_about_a_stale_stored_dna(repo: Path, out: Path) -> None:
     a = generate(repo, out / "a.json", "python", "train.py", "--lr", "0.1")
     doc = json.loads(a.read_text())
-    doc["config"]["resolved_args"]["lr"] = 0.3  # edited by hand; the stored DNA is stale
+    doc["command"]["argv"][-1] = "0.3"  # edited by hand; the stored DNA is stale
     edited = out / "edited.json"
     edited.write_text(json.dumps(doc))
     done = expdna("diff", a, edited, cwd=repo)

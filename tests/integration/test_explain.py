@@ -148,6 +148,7 @@ def test_the_setup_pools_seeds_and_machines_and_nothing_else(tmp_path: Path) -> 
     docs = vbios_fleet()[:6]
     other = fleet_doc(99, seed=1)
     other["config"]["resolved_args"]["lr"] = 0.001  # another experiment
+    other["command"]["argv"][3] = "0.001"
     root = _store(tmp_path, [*docs, other])
     setups = {setup_of(manifest_of(d)) for d in docs}
     assert len(setups) == 1 and setup_of(manifest_of(other)) not in setups

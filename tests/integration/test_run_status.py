@@ -221,11 +221,17 @@ def test_a_killed_run_stays_running_and_shows_unfinished(repo: Path, tmp_path: P
     assert sorted(json.loads(fsck.stdout)["unfinished"]) == sorted([run_id, bare_id])
 
     # The killed runs are not pooled: no completed run of their DNA has reported a metric.
+    # `expdna run -- python train.py` is the same setup as the hook's `python train.py`:
+    # one DNA, whichever path recorded it.
     dna = docs[run_id]["dna"]["value"]
-    assert docs[bare_id]["dna"]["value"] == dna
+    assert docs[bare_id]["dna"]["value"] == docs[term_id]["dna"]["value"] == dna
     spread = expdna(tmp_path, repo, "stability", "--json", dna[:12])
     assert spread.returncode == 1
-    assert json.loads(spread.stdout)["left_out"] == {run_id: "running", bare_id: "running"}
+    assert json.loads(spread.stdout)["left_out"] == {
+        run_id: "running",
+        bare_id: "running",
+        term_id: "interrupted",
+    }
 
 
 def test_expdna_run_records_the_exit_code_of_an_unedited_command(

@@ -70,7 +70,7 @@ def test_record_records_each_good_file_and_names_each_bad_one(tmp_path: Path) ->
     good = write_manifest(synthetic(500), tmp_path / "good.json")
     doc = json.loads(good.read_text())
     doc["run_id"] = "20260805_000000_1c8e2fb_edit"
-    doc["config"]["resolved_args"]["lr"] = 1.0
+    doc["command"]["argv"][3] = "1.0"
     bad = tmp_path / "edited.json"
     bad.write_text(json.dumps(doc))
     (tmp_path / "broken.json").write_text("{")

@@ -103,7 +103,7 @@ def test_the_same_run_id_with_other_content_is_a_conflict(store: Store) -> None:
 
 def test_an_edited_manifest_is_refused_and_nothing_is_written(store: Store) -> None:
     manifest = synthetic(3)
-    manifest.training.algorithm = "ppo"
+    manifest.command.argv[3] = "0.1"  # an argument edited after the DNA was computed
     with pytest.raises(DnaMismatchError, match="corrupted or edited"):
         store.record(manifest)
     assert list(store.objects) == [] and store.runs() == []
@@ -147,7 +147,7 @@ def test_record_files_reports_bad_files_and_records_the_rest(store: Store, tmp_p
     (tmp_path / "manifest_bad.json").write_text("{not json")
     edited = json.loads(good.read_text())
     edited["run_id"] = "20260805_000000_1c8e2fb_edit"
-    edited["training"]["algorithm"] = "ppo"
+    edited["command"]["argv"][3] = "0.1"
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "manifest_edited.json").write_text(json.dumps(edited))
     results = list(store.scan(tmp_path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,9 +56,11 @@ def _tags(run_id: str) -> dict[str, str]:
 
 
 def test_an_active_mlflow_run_gets_the_dna_and_the_manifest(
-    tracking_uri: str, tmp_path: Path
+    tracking_uri: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = tmp_path / "store"
+    # The command's words are what DNA version 3 counts (and the family leaves the seed of).
+    monkeypatch.setattr(sys, "argv", ["train.py", "--lr", "0.1", "--seed", "3"])
     with mlflow.start_run() as active:
         handle = _start({"lr": 0.1, "seed": 3}, output_dir=tmp_path / "out", store=store)
         handle.add_runtime()

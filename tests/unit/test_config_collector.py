@@ -96,17 +96,25 @@ def test_interpreter_options_are_not_training_arguments() -> None:
             "--lr",
             "0.1",
         ]
-    ) == {"nproc_per_node": 8, "lr": 0.1}
+    ) == {"lr": 0.1}
     assert parse_args(["torchrun", "--nproc_per_node", "8", "train.py", "--lr", "0.1"]) == {
-        "nproc_per_node": 8,
-        "lr": 0.1,
+        "lr": 0.1
     }
+
+
+def test_launcher_options_are_not_the_scripts_arguments() -> None:
+    # The process torchrun starts never sees --nproc-per-node: the hook there records only
+    # the script's own arguments, and the command line must record the same.
+    argv = ["torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", "0.2"]
+    assert parse_args(argv) == {"lr": 0.2}
+    assert parse_args(argv, launcher=True) == {"standalone": True, "nproc_per_node": 2, "lr": 0.2}
 
 
 def test_a_launcher_value_never_runs_on_into_the_scripts_positionals() -> None:
     # pytorch/examples' DDP tutorial: `torchrun ... multigpu_torchrun.py 50 10`.
     argv = ["torchrun", "--standalone", "--nproc-per-node", "2", "multigpu_torchrun.py", "50"]
-    assert parse_args([*argv, "10"]) == {"standalone": True, "nproc_per_node": 2}
+    assert parse_args([*argv, "10"]) == {}
+    assert parse_args([*argv, "10"], launcher=True) == {"standalone": True, "nproc_per_node": 2}
     assert parse_args(["python", "-X", "dev", "train.py", "--lr", "0.1", "0.2"]) == {
         "lr": [0.1, 0.2]
     }

@@ -365,3 +365,37 @@ def test_seed_keys_in_a_config_file_leave_the_family_digest(tmp_path: Path) -> N
     assert runs[0].dna is not None and runs[1].dna is not None
     assert runs[0].dna.value != runs[1].dna.value
     assert family_of(runs[0]) == family_of(runs[1])
+
+
+def test_a_local_model_directory_counts_by_its_config_json(tmp_path: Path) -> None:
+    from expdna.api import collect
+
+    def model(name: str, layers: int) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps({"num_hidden_layers": layers}))
+        (folder / "model.safetensors").write_bytes(b"\0" * 64)  # weights: not config
+        return folder
+
+    one, two, moved = model("one", 1), model("two", 2), model("elsewhere", 1)
+
+    def config_digest(*words: str) -> str:
+        argv = ["python", "run_glue.py", *words, "--lr", "0.1"]
+        found = collect(argv, cwd=tmp_path, collectors=["command", "config", "config_files"])
+        assert found.dna is not None
+        return found.dna.sections["config"]
+
+    for flag in ("--model_name_or_path", "--model-path", "--config_name"):
+        assert config_digest(flag, str(one)) != config_digest(flag, str(two)), flag
+        assert config_digest(flag, str(one)) == config_digest(f"{flag}={moved}"), flag
+    files = collect(
+        ["python", "run_glue.py", "--model_name_or_path", "one"],
+        cwd=tmp_path,
+        collectors=["config_files"],
+    ).config.model_dump()
+    assert list(files["config_files"]) == [str(one / "config.json")]
+    assert files["config_file_args"] == ["model_name_or_path"]
+    # A hub name is no directory: it stays a word of the command.
+    assert config_digest("--model_name_or_path", "bert-base-uncased") != config_digest(
+        "--model_name_or_path", "bert-large-uncased"
+    )

@@ -79,20 +79,17 @@ def test_document_identity_and_collection_are_not_changes() -> None:
     assert report.changes == ()
 
 
-def test_a_resolved_arg_changes_only_the_config_section() -> None:
-    report = diff_manifests(make(), make(config__resolved_args__lr=0.2))
+def test_an_argument_changes_only_the_config_section() -> None:
+    b = make(config__resolved_args__lr=0.2, command__argv=["python", "train.py", "--lr", "0.2"])
+    report = diff_manifests(make(), b)
     assert not report.equal
     assert [n for n, s in report.sections.items() if not s.equal] == ["config"]
-    [change] = report.changes
-    # The one field that changed the DNA: never INFO, and marked as part of the DNA.
-    assert (
-        change.path,
-        change.severity,
-        change.old,
-        change.new,
-        change.section,
-        change.in_dna,
-    ) == ("config.resolved_args.lr", "WARN", 0.1, 0.2, "config", True)
+    # The command's word changed the DNA (version 3: the command is in config): never
+    # INFO, and marked as part of the DNA; the resolved argument repeats it outside.
+    assert [(c.path, c.severity, c.old, c.new, c.section, c.in_dna) for c in report.changes] == [
+        ("command.argv.3", "WARN", "0.1", "0.2", "command", True),
+        ("config.resolved_args.lr", "INFO", 0.1, 0.2, "config", False),
+    ]
 
 
 def test_a_per_run_arg_is_a_change_but_not_a_dna_difference() -> None:
@@ -170,8 +167,9 @@ def test_changes_most_severe_first() -> None:
 
 
 def test_types_are_part_of_the_value() -> None:
+    # Version 3: the resolved argument is outside the DNA (its word in argv is in it).
     assert changed(make(), make(config__resolved_args__lr="0.1")) == {
-        "config.resolved_args.lr": "WARN"
+        "config.resolved_args.lr": "INFO"
     }
 
 
@@ -182,7 +180,7 @@ def test_null_and_absent_are_the_same_fact() -> None:
 
 def test_stale_stored_dna_is_detected_and_ignored() -> None:
     a, b = make(), make()
-    a.dna = compute_dna(make(config__resolved_args__lr=0.5))
+    a.dna = compute_dna(make(command__argv=["python", "train.py", "--lr", "0.5"]))
     report = diff_manifests(a, b)
     assert report.equal  # the recomputed DNAs decide
     assert report.stale() == (True, False)
@@ -214,7 +212,7 @@ def test_text_rendering() -> None:
     lines = render(diff_manifests(make(), b))
     assert lines[0].startswith("code        =  ")
     assert lines[1].startswith("config      != ") and " -> " in lines[1]
-    assert "WARN config.resolved_args.lr: 0.1 -> 0.2  (in dna)" in lines
+    assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in lines
     # the entry script is part of the command, which version 3 hashes with the config
     long_line = next(line for line in lines if line.startswith("WARN command.argv.1:"))
     assert len(long_line) < 120 and long_line.endswith("…  (in dna)")
@@ -233,12 +231,14 @@ def test_in_dna_marks_only_the_changes_that_alter_the_dna() -> None:
     a = make()
     b = make(
         config__resolved_args__lr=0.2,
+        command__argv=["python", "train.py", "--lr", "0.2"],
         config__resolved_args__output_dir="/out/run2",
         code__relax__branch="feature",
     )
     report = diff_manifests(a, b)
     by_path = {c.path: c for c in report.changes}
-    assert by_path["config.resolved_args.lr"].in_dna
+    assert by_path["command.argv.3"].in_dna
+    assert not by_path["config.resolved_args.lr"].in_dna  # version 3: the word counts
     assert not by_path["config.resolved_args.output_dir"].in_dna
     assert not by_path["code.relax.branch"].in_dna
     assert by_path["code.relax.branch"].severity == "INFO"
@@ -246,12 +246,15 @@ def test_in_dna_marks_only_the_changes_that_alter_the_dna() -> None:
 
 
 def test_in_dna_is_decided_per_field_when_a_section_has_several_changes() -> None:
-    # Two config changes: one counted (lr), one a per-run argument (run_name).
-    report = diff_manifests(
-        make(), make(config__resolved_args__lr=0.3, config__resolved_args__run_name="b")
+    # Two config changes: one counted (the lr word), one a per-run argument (run_name).
+    b = make(
+        command__argv=["python", "train.py", "--lr", "0.3"],
+        config__resolved_args__lr=0.3,
+        config__resolved_args__run_name="b",
     )
-    assert {c.path: c.in_dna for c in report.changes} == {
-        "config.resolved_args.lr": True,
+    assert {c.path: c.in_dna for c in diff_manifests(make(), b).changes} == {
+        "command.argv.3": True,
+        "config.resolved_args.lr": False,
         "config.resolved_args.run_name": False,
     }
 
@@ -310,10 +313,12 @@ def test_a_dna_ignore_change_counts_when_it_changes_the_dna() -> None:
 def test_a_list_item_only_one_side_has_is_judged_without_breaking_the_document() -> None:
     # b drops its dna_ignore entry: the item is removed, never replaced by a null.
     a = make(config__dna_ignore=["config.resolved_args.seed"])
-    report = diff_manifests(a, make(config__resolved_args__lr=0.5))
+    report = diff_manifests(
+        a, make(config__resolved_args__lr=0.5, command__argv=["python", "train.py", "--lr", "0.5"])
+    )
     by_path = {c.path: c for c in report.changes}
     assert by_path["config.dna_ignore.0"].new is None
-    assert by_path["config.resolved_args.lr"].in_dna
+    assert by_path["command.argv.3"].in_dna
 
 
 def test_named_list_items_compare_by_name() -> None:
@@ -406,17 +411,35 @@ def test_a_manifest_of_an_older_dna_version_is_named_with_its_own_dna(tmp_path: 
 
 
 def test_a_leaf_only_the_second_run_has_is_in_the_dna_only_if_its_value_counts() -> None:
-    # generate records no torch state; the hook records determinism facts. initial_seed is
-    # outside the DNA (random in every unseeded process), num_threads inside it: the
-    # containers both leaves bring along must not make initial_seed count.
-    loaded = {"determinism": {"initial_seed": 1234, "num_threads": 4}}
+    # generate records no torch state; the hook records the loaded build and determinism
+    # facts. initial_seed is outside the DNA (random in every unseeded process), the
+    # installed build inside it: the containers both leaves bring along must not make
+    # initial_seed count.
+    loaded = {"determinism": {"initial_seed": 1234}}
     a = make()
-    b = make(environment__framework={"torch": {"loaded": loaded}})
+    b = make(environment__framework={"torch": {"build": {"cuda": "12.4"}, "loaded": loaded}})
     flags = {c.path: c.in_dna for c in diff_manifests(a, b).changes}
-    seed = "environment.framework.torch.loaded.determinism.initial_seed"
-    threads = "environment.framework.torch.loaded.determinism.num_threads"
-    assert flags[seed] is False
-    assert flags[threads] is True
+    assert flags["environment.framework.torch.loaded.determinism.initial_seed"] is False
+    assert flags["environment.framework.torch.build.cuda"] is True
+
+
+def test_determinism_facts_are_warned_about_outside_the_dna() -> None:
+    # Version 3: only the process reads them (generate cannot), so they leave the DNA;
+    # a change of one is still a WARN.
+    def env(tf32: bool, randomised: bool) -> dict[str, Any]:
+        switches = {"matmul_allow_tf32": tf32, "num_threads": 4}
+        return {
+            "python_version": "3.11.7",
+            "hash_randomization": randomised,
+            "framework": {"torch": {"version": "2.13.0", "loaded": {"determinism": switches}}},
+        }
+
+    report = diff_manifests(make(environment=env(False, True)), make(environment=env(True, False)))
+    assert report.equal
+    assert [(c.path, c.severity, c.in_dna) for c in report.changes] == [
+        ("environment.hash_randomization", "WARN", False),
+        ("environment.framework.torch.loaded.determinism.matmul_allow_tf32", "WARN", False),
+    ]
 
 
 def test_argument_words_are_in_the_dna_through_the_command() -> None:

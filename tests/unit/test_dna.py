@@ -35,8 +35,8 @@ def dna(d: dict[str, Any], version: int | None = None) -> Any:
     return compute_dna(manifest_from_dict(d), version=version)
 
 
-def changed_sections(a: dict[str, Any], b: dict[str, Any]) -> set[str]:
-    da, db = dna(a), dna(b)
+def changed_sections(a: dict[str, Any], b: dict[str, Any], version: int | None = None) -> set[str]:
+    da, db = dna(a, version), dna(b, version)
     return {name for name in da.sections if da.sections[name] != db.sections[name]}
 
 
@@ -62,11 +62,23 @@ def test_an_edited_argv_is_another_dna_in_version_3() -> None:
     assert dna(doc(), version=2).value == dna(edited, version=2).value  # as version 2 was
 
 
-def test_one_resolved_arg_changes_only_config() -> None:
+def test_one_resolved_arg_changes_only_config_before_version_3() -> None:
     b = doc()
     b["config"] = copy.deepcopy(b["config"])
     b["config"]["resolved_args"]["lr"] = 0.2
-    assert changed_sections(doc(), b) == {"config"}
+    assert changed_sections(doc(), b, version=2) == {"config"}
+    # Version 3: the argument counts as the command's word; a default only the process
+    # knew (recorded by a hook, not by generate) does not.
+    assert changed_sections(doc(), b) == set()
+    b["config"]["resolved_args"]["batch_size"] = 16
+    assert changed_sections(doc(), b) == set()
+
+
+def test_version_3_leaves_the_training_section_out() -> None:
+    a = doc(training={"micro_batch_size": 16, "global_batch_size": 32})
+    b = doc(training={"micro_batch_size": 16})
+    assert changed_sections(a, b, version=2) == {"training"}
+    assert changed_sections(a, b) == set()
 
 
 def test_new_commit_changes_only_code() -> None:
@@ -94,25 +106,27 @@ def test_per_run_and_per_device_values_stay_out() -> None:
 
 
 def test_paths_under_the_output_root_stay_out_but_other_paths_count() -> None:
+    # The resolved-argument rules of versions 1 and 2 (version 3 applies them to argv).
     a = copy.deepcopy(doc())
     a["config"]["resolved_args"]["tb_dir"] = "/out/a/tb"
     a["config"]["resolved_args"]["data_dir"] = "/data/x"
     b = copy.deepcopy(a)
     b["config"]["resolved_args"]["output_dir"] = "/out/b"
     b["config"]["resolved_args"]["tb_dir"] = "/out/b/tb"
-    assert dna(a).value == dna(b).value
+    assert dna(a, 2).value == dna(b, 2).value
     b["config"]["resolved_args"]["data_dir"] = "/data/y"
-    assert dna(a).value != dna(b).value
+    assert dna(a, 2).value != dna(b, 2).value
 
 
 def test_seed_stays_in_unless_ignored() -> None:
+    # The resolved-argument rules of versions 1 and 2 (version 3 applies them to argv).
     b = copy.deepcopy(doc())
     b["config"]["resolved_args"]["seed"] = 2
-    assert changed_sections(doc(), b) == {"config"}
+    assert changed_sections(doc(), b, version=2) == {"config"}
     a = copy.deepcopy(doc())
     a["config"]["dna_ignore"] = ["config.resolved_args.seed"]
     b["config"]["dna_ignore"] = ["config.resolved_args.seed"]
-    assert dna(a).value == dna(b).value
+    assert dna(a, 2).value == dna(b, 2).value
 
 
 def test_inline_patch_text_does_not_enter_only_its_digest() -> None:
@@ -160,6 +174,7 @@ def test_repository_checkout_names_do_not_matter() -> None:
 
 
 def test_broad_output_roots_do_not_swallow_path_arguments() -> None:
+    # The resolved-argument rules of versions 1 and 2 (version 3 applies them to argv).
     for root in (".", "./", "/"):
         a = copy.deepcopy(doc())
         a["config"]["resolved_args"]["output_dir"] = root
@@ -168,17 +183,18 @@ def test_broad_output_roots_do_not_swallow_path_arguments() -> None:
         b = copy.deepcopy(a)
         b["config"]["resolved_args"]["train_file"] = "./data/other.json"
         b["config"]["resolved_args"]["data_path"] = "/data/b"
-        assert changed_sections(a, b) == {"config"}, root
+        assert changed_sections(a, b, version=2) == {"config"}, root
 
 
 def test_masked_secrets_stay_out_but_other_redactions_count() -> None:
+    # The resolved-argument rules of versions 1 and 2 (version 3 applies them to argv).
     a = copy.deepcopy(doc())
     b = copy.deepcopy(doc())
     b["config"]["selected_env"]["HF_TOKEN"] = "hf_***"
     b["config"]["resolved_args"]["api_key"] = "***"
-    assert dna(a).value == dna(b).value
+    assert dna(a, 2).value == dna(b, 2).value
     b["config"]["resolved_args"]["data_dir"] = "<HOME>/data"
-    assert changed_sections(a, b) == {"config"}
+    assert changed_sections(a, b, version=2) == {"config"}
 
 
 def test_probe_sources_and_container_stay_out() -> None:
@@ -206,7 +222,7 @@ def test_the_written_file_recomputes_to_the_same_dna_with_odd_numbers(tmp_path: 
     assert compute_dna(back).value == manifest.dna.value
 
 
-def test_loaded_framework_keeps_only_its_determinism_switches() -> None:
+def test_loaded_framework_keeps_only_its_determinism_switches_before_version_3() -> None:
     def env(seed: int, digest: str, deterministic: bool) -> dict[str, Any]:
         return {
             "python_version": "3.11.7",
@@ -229,8 +245,28 @@ def test_loaded_framework_keeps_only_its_determinism_switches() -> None:
     a = doc(environment=env(1, "blake3:" + "a" * 64, True))
     b = doc(environment=env(2, "blake3:" + "b" * 64, True))
     c = doc(environment=env(1, "blake3:" + "a" * 64, False))
-    assert dna(a).value == dna(b).value
-    assert changed_sections(a, c) == {"environment"}
+    assert dna(a, 2).value == dna(b, 2).value
+    assert changed_sections(a, c, version=2) == {"environment"}
+    # Version 3: the switches only the process can read leave the DNA (generate has none).
+    assert changed_sections(a, c) == set()
+    assert (
+        dna(a).value
+        == dna(
+            doc(
+                environment={
+                    "python_version": "3.11.7",
+                    "framework": {"torch": {"version": "2.13.0", "build": {"cuda": None}}},
+                }
+            )
+        ).value
+    )
+
+
+def test_version_3_leaves_hash_randomization_out() -> None:
+    a = doc(environment={"python_version": "3.11.7", "hash_randomization": True})
+    b = doc(environment={"python_version": "3.11.7", "hash_randomization": False})
+    assert changed_sections(a, b, version=2) == {"environment"}
+    assert changed_sections(a, b) == set()
 
 
 def test_power_limit_stays_out() -> None:

@@ -783,3 +783,19 @@ def test_without_git_the_code_is_unknown_not_empty(tmp_path: Path) -> None:
     ctx = CollectContext(cwd=repo, environ={"PATH": str(tmp_path / "no-bin")})
     with pytest.raises(Unknown, match="git is not installed"):
         collect_git(ctx)
+
+
+def test_generate_outside_the_checkout_records_the_entry_scripts_repository(
+    tmp_path: Path,
+) -> None:
+    # `cd /tmp && expdna generate -- python ~/proj/train.py`: the hook inside train.py finds
+    # its repository from its own file; the command line finds the same one.
+    repo = make_repo(tmp_path / "proj", {"train.py": "lr = 0.1\n"})
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    argv = ("python", str(repo / "train.py"), "--lr", "0.1")
+    from_cli = collect_git(CollectContext(cwd=outside, argv=argv, use_cache=False))
+    hooked = collect_git(
+        CollectContext(cwd=outside, argv=argv, caller_file=repo / "train.py", use_cache=False)
+    )
+    assert list(from_cli) == ["proj"] and from_cli == hooked

@@ -89,15 +89,19 @@ def test_start_records_the_parsed_args_not_argv(
 
 
 def test_the_dna_ignores_the_output_dir_and_follows_the_learning_rate(
-    elsewhere: Path, tmp_path: Path
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def dna(**overrides: Any) -> str:
+    def dna(*words: str, **overrides: Any) -> str:
+        # The command's words are the arguments' identity (DNA version 3), as generate sees
+        # them; a value only the process knows (a default) is recorded outside it.
+        monkeypatch.setattr(sys, "argv", ["train.py", *words])
         handle = start(_args(**overrides), output_dir=None, caller_file=elsewhere)
         assert handle is not None and handle.dna is not None
         return handle.dna
 
-    assert dna(output_dir="/runs/a") == dna(output_dir="/runs/b")
-    assert dna(output_dir="/runs/a") != dna(output_dir="/runs/a", lr=0.2)
+    assert dna("--output-dir", "/runs/a") == dna("--output-dir", "/runs/b", output_dir="/runs/b")
+    assert dna("--output-dir", "/runs/a") != dna("--output-dir", "/runs/a", "--lr", "0.2", lr=0.2)
+    assert dna("--output-dir", "/runs/a") == dna("--output-dir", "/runs/a", lr=0.2)
 
 
 def test_resolved_args_are_redacted_like_everything_else(elsewhere: Path, tmp_path: Path) -> None:

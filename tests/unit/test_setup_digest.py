@@ -23,6 +23,7 @@ def test_setup_pools_seeds_and_machines_but_not_the_experiment() -> None:
     other_machine["runtime"]["node_count"] = 2
     other_lr = copy.deepcopy(base)
     other_lr["config"]["resolved_args"]["lr"] = 0.1
+    other_lr["command"]["argv"] = ["python", "train.py", "--lr", "0.1"]
     other_data = copy.deepcopy(base)
     other_data["data"]["datasets"][0]["files"] = 4
     setup = setup_of(base)

@@ -114,7 +114,7 @@ def test_prepare_computes_a_missing_dna() -> None:
 
 def test_prepare_refuses_an_edited_manifest() -> None:
     manifest = synthetic(7)
-    manifest.config.resolved_args["lr"] = 0.1  # edited after the DNA was computed
+    manifest.command.argv[3] = "0.1"  # edited after the DNA was computed
     with pytest.raises(DnaMismatchError, match="corrupted or edited") as caught:
         prepare(manifest, source="m.json")
     assert caught.value.exit_code == 2 and "m.json" in str(caught.value)
@@ -221,6 +221,7 @@ def test_the_recorded_family_digest_is_the_one_the_manifest_layer_defines() -> N
     # one setup, other seeds: one family, other DNAs
     a, b = synthetic_doc(20, setup=1), synthetic_doc(21, setup=1)
     a["config"]["resolved_args"]["seed"], b["config"]["resolved_args"]["seed"] = 1, 2
+    a["command"]["argv"][-1], b["command"]["argv"][-1] = "1", "2"
     a["training"]["seeds"], b["training"]["seeds"] = {"seed": 1}, {"seed": 2}
     first, second = (prepare_doc(d, memo=memo) for d in (a, b))
     assert first.dna != second.dna and first.row["family"] == second.row["family"]

@@ -105,6 +105,6 @@ def test_the_memo_path_refuses_a_mismatched_dna(edit: str) -> None:
     with pytest.raises(DnaMismatchError, match="corrupted or edited"):
         prepare_doc(doc, memo=memo)
     edited = json.loads(json.dumps(good))
-    edited["training"]["global_batch_size"] = 32  # content edited, DNA kept
+    edited["environment"]["python_version"] = "3.12.4"  # content edited, DNA kept
     with pytest.raises(DnaMismatchError):
         prepare_doc(edited, memo=memo)

@@ -55,7 +55,8 @@ def clone(doc: dict[str, Any]) -> None:  # the same repository, another checkout
     doc["config"]["resolved_args"]["output_dir"] = "/out/b"
 
 
-def other_lr(doc: dict[str, Any]) -> None:
+def other_lr(doc: dict[str, Any]) -> None:  # the command's word, and the value it parses to
+    doc["command"]["argv"][-1] = "0.2"
     doc["config"]["resolved_args"]["lr"] = 0.2
 
 

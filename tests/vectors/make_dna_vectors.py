@@ -658,6 +658,42 @@ CASES: dict[str, dict[str, Any]] = {
     },
     "v3_per_run_settings": {
         **BASE_11,
+        # The same arguments as words of the command, where version 3 masks them.
+        "command": {
+            "argv": [
+                "python",
+                "train.py",
+                "--report_to",
+                "wandb",
+                "--logging_steps",
+                "10",
+                "--logging-strategy=steps",
+                "--log_level",
+                "info",
+                "--disable_tqdm",
+                "--push_to_hub",
+                "False",
+                "--hub_model_id",
+                "me/model",
+                "--save_steps",
+                "500",
+                "--save_total_limit",
+                "2",
+                "--log_interval",
+                "1",
+                "--master_port",
+                "29500",
+                "--local_rank=0",
+                "--node_rank",
+                "1",
+                "--learning_rate",
+                "5e-5",
+                "--logging",
+                "3",
+                "--saved_model_format",
+                "x",
+            ],
+        },
         "config": {
             "resolved_args": {
                 "report_to": ["wandb"],
@@ -718,6 +754,58 @@ CASES: dict[str, dict[str, Any]] = {
             },
         },
     },
+    # What a hook inside torchrun records and generate before it cannot: argparse defaults
+    # (batch_size), the training fields derived from them, the process's determinism facts.
+    "v3_arguments_in_the_command": {
+        **BASE_11,
+        "command": {
+            "argv": [
+                "torchrun",
+                "--standalone",
+                "--nproc-per-node",
+                "2",
+                "train.py",
+                "--lr",
+                "0.2",
+            ],
+            "entry": "train.py",
+        },
+        "config": {
+            "resolved_args": {"lr": 0.2, "batch_size": 16, "output_dir": "runs/a"},
+            "selected_env": {"OMP_NUM_THREADS": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"},
+        },
+        "training": {
+            "micro_batch_size": 16,
+            "global_batch_size": 32,
+            "parallel_topology": {"data": 2},
+            "seeds": {"seed": 0},
+        },
+    },
+    "v3_process_facts": {
+        **BASE_11,
+        "environment": {
+            "python_version": "3.11.7",
+            "hash_randomization": True,
+            "framework": {
+                "torch": {
+                    "version": "2.13.0+cpu",
+                    "build": {"cuda": None},
+                    "loaded": {
+                        "version": "2.13.0+cpu",
+                        "determinism": {
+                            "deterministic_algorithms": False,
+                            "cudnn_benchmark": False,
+                            "matmul_allow_tf32": True,
+                            "float32_matmul_precision": "high",
+                            "sdp_flash": True,
+                            "num_threads": 1,
+                            "initial_seed": 1234,
+                        },
+                    },
+                }
+            },
+        },
+    },
 }
 
 ABOUT: dict[str, str] = {
@@ -772,6 +860,10 @@ ABOUT: dict[str, str] = {
     "and debug, log and cache variables leave the DNA.",
     "v3_family_seeds": "Version 3 family: seed options with their values and seed overrides "
     "leave argv, a config file counts by its seedless_digest.",
+    "v3_arguments_in_the_command": "Version 3: resolved_args leave config (their words are in "
+    "the command; defaults only the process knows are not) and training projects to {}.",
+    "v3_process_facts": "Version 3: the loaded framework's determinism switches and "
+    "hash_randomization leave environment (only the running process reads them).",
 }
 
 #: Cases computed in another DNA version than the current one: version 1's, and every case

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from expdna.collectors.context import CollectContext
+from expdna.collectors.launched import launched_environ
 from expdna.manifest.command_line import parse_command
 
 #: Environment variables are collected only by these prefixes or exact names.
@@ -60,24 +61,29 @@ def _is_option(word: str) -> bool:
 _PYTHON = re.compile(r"^(python|pypy)[\d.]*(\.exe)?$")
 
 
-def script_argv(argv: Sequence[str]) -> list[list[str]]:
+def script_argv(argv: Sequence[str], *, launcher: bool = False) -> list[list[str]]:
     """The program's own words when ``argv`` starts with an interpreter or a launcher, each
     part of the command on its own (a value never runs on from one part into the next).
 
     ``python -u train.py --lr 1`` -> ``[["--lr", "1"]]``; ``python -m pkg.train --lr 1`` ->
     ``[["--lr", "1"]]``: interpreter options (-u, -O, -X dev...) are not training arguments
-    (:func:`expdna.manifest.command_line.parse_command`). A launcher's options are kept
-    before them (``torchrun --nproc-per-node 2 train.py 50 10`` ->
-    ``[["--nproc-per-node", "2"], ["50", "10"]]``): they shape the run.
+    (:func:`expdna.manifest.command_line.parse_command`). A launcher's options are not the
+    program's either (``torchrun --nproc-per-node 2 train.py 50 10`` -> ``[["50", "10"]]``):
+    the process started by the launcher never sees them, so ``resolved_args`` recorded from
+    the command line names what the hook inside that process records. With ``launcher``
+    they are kept before the program's words (``[["--nproc-per-node", "2"], ["50",
+    "10"]]``), for the training fields a launcher sets (accelerate's ``--mixed_precision``).
     """
     words = list(argv)
     shape = parse_command(words)
     if shape.launcher is None and shape.interpreter is None:
         return [words]
-    return [list(shape.launcher_args), list(shape.args)]
+    if launcher:
+        return [list(shape.launcher_args), list(shape.args)]
+    return [list(shape.args)]
 
 
-def parse_args(argv: Sequence[str]) -> dict[str, Any]:
+def parse_args(argv: Sequence[str], *, launcher: bool = False) -> dict[str, Any]:
     """``--key value``, ``--key=value`` and ``-k value`` pairs; a bare ``--flag`` is True.
 
     Keys read ``-`` as ``_`` (as argparse's ``dest`` does); numbers and booleans are typed;
@@ -85,7 +91,8 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
     given more than once keeps every value in a list. Hydra overrides are arguments too
     (``model.lr=0.1``, ``+trainer=gpu``, ``++x=1`` by their dotted key; ``~key`` as
     ``"<deleted>"``). Other positional words are not arguments, and neither are a leading
-    interpreter's own options (see :func:`script_argv`).
+    interpreter's own options nor (unless ``launcher``) a launcher's (see
+    :func:`script_argv`).
     """
     args: dict[str, Any] = {}
 
@@ -97,7 +104,7 @@ def parse_args(argv: Sequence[str]) -> dict[str, Any]:
         else:
             args[key] = value
 
-    for words in script_argv(argv):
+    for words in script_argv(argv, launcher=launcher):
         _parse_words(words, put)
     return args
 
@@ -145,4 +152,6 @@ def select_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 def collect_config(ctx: CollectContext) -> dict[str, Any]:
     resolved = dict(ctx.resolved_args) if ctx.resolved_args is not None else parse_args(ctx.argv)
-    return {"resolved_args": resolved, "selected_env": select_env(ctx.environ)}
+    # A command still to be started (generate): the environment its launcher will give it.
+    environ = launched_environ(ctx.argv, ctx.environ) if ctx.probe_interpreter else ctx.environ
+    return {"resolved_args": resolved, "selected_env": select_env(environ)}

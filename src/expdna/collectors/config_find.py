@@ -54,6 +54,24 @@ CONFIG_FLAGS: frozenset[str] = frozenset(
         "-c",
     }
 )
+#: Flags whose value may be a local model directory (Hugging Face scripts): its
+#: ``config.json`` (the architecture: layers, sizes) is recorded as a config file, so a
+#: 1-layer and a 2-layer local model are two setups, and moving the directory is not.
+MODEL_DIR_FLAGS: frozenset[str] = frozenset(
+    {
+        "--model_name_or_path",
+        "--model-name-or-path",
+        "--model_path",
+        "--model-path",
+        "--config_name",
+        "--config-name",
+        "--model_dir",
+        "--model-dir",
+        "--pretrained_model_name_or_path",
+    }
+)
+#: The file of a model directory that says what the model is.
+MODEL_CONFIG = "config.json"
 #: Hydra's flags whose value names its configs (read by :mod:`.hydra_compose`).
 _HYDRA_FLAGS = frozenset(
     {"--config-path", "--config_path", "-cp", "--config-name", "--config_name", "-cn"}
@@ -151,6 +169,16 @@ def find_config_files(ctx: CollectContext, warnings: list[str] | None = None) ->
             return  # written by this run (under its output directory)
         found.setdefault(os.path.realpath(path), Candidate(path, source, arg))
 
+    def model_dir(word: str, name: str) -> bool:
+        """A local model directory's config.json, added; whether the word was one."""
+        if not word or "\0" in word or len(word) > 4096:
+            return False
+        folder = Path(os.path.abspath(ctx.cwd / os.path.expanduser(word)))
+        if not (folder / MODEL_CONFIG).is_file():
+            return False
+        add(str(folder / MODEL_CONFIG), "model", name)
+        return True
+
     flag: str | None = None  # the previous word, when it was an option without "=value"
     # A launcher's own config (accelerate's --config_file) counts too; its .py words do not.
     for position, word in enumerate([*launcher, *words]):
@@ -158,12 +186,14 @@ def find_config_files(ctx: CollectContext, warnings: list[str] | None = None) ->
         if word.startswith("-") and len(word) > 1 and not _is_number(word):
             name, eq, value = word.partition("=")
             flag = None if eq else name
-            if eq and name in _HYDRA_FLAGS:
+            local_model = eq and after_entry and name in MODEL_DIR_FLAGS and model_dir(value, name)
+            if local_model or (eq and name in _HYDRA_FLAGS):
                 pass
             elif eq and (name in CONFIG_FLAGS or suffix_format(value) not in (None, "python")):
                 add(value, name if name in CONFIG_FLAGS else "argument", name)
             continue
-        if flag in _HYDRA_FLAGS:
+        local_model = flag in MODEL_DIR_FLAGS and after_entry and model_dir(word, str(flag))
+        if local_model or flag in _HYDRA_FLAGS:
             pass
         elif flag in CONFIG_FLAGS:
             add(word, flag, flag)

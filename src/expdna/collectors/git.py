@@ -164,6 +164,13 @@ def _collect(ctx: CollectContext, git: _Git) -> Noted:
     starts: list[tuple[Path, bool]] = []  # (directory, named explicitly by the user)
     if ctx.caller_file is not None:
         starts.append((_absolute(ctx, ctx.caller_file).parent, False))
+    else:
+        # The command's entry script (generate): its repository, as the hook inside the
+        # script finds it from its own file, also when generate runs outside the checkout.
+        script = parse_command(ctx.argv).script
+        entry = _absolute(ctx, Path(script)) if script and "\0" not in script else None
+        if entry is not None and entry.is_file():
+            starts.append((entry.parent, False))
     starts.append((ctx.cwd, False))
     starts += [(_absolute(ctx, path), True) for path in ctx.repos]
 

@@ -20,7 +20,9 @@ A ``torch.distributed`` job (``torchrun``'s variables, or an initialised process
 two or more ranks) is recorded as ``torch_distributed`` (:mod:`expdna.collectors.distributed`);
 outside Ray and Slurm it names the mode ``torch_distributed`` with its node count. The hook
 adds one node entry per node with its hardware fingerprint
-(:mod:`expdna.integrations.torch_nodes`).
+(:mod:`expdna.integrations.torch_nodes`). For a command still to be started (``generate``),
+the layout is the one its one-node ``torchrun`` will give rank 0
+(:mod:`expdna.collectors.launched`), and ``generate`` adds the node entry the hook would.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 from expdna.collectors.context import CollectContext, Partial
 from expdna.collectors.distributed import layout
+from expdna.collectors.launched import launched_environ
 
 HEAD_RESOURCE = "node:__internal_head__"
 _HEAD_KEYS = ("IsHeadNode", "is_head_node", "isHeadNode")
@@ -121,7 +124,9 @@ def collect_runtime(ctx: CollectContext) -> dict[str, Any]:
     if slurm is not None:
         # Without Ray, the allocation is the layout: its node count is the run's.
         section.update(mode="slurm", node_count=slurm.get("nnodes"), slurm=slurm)
-    torch_layout = layout(ctx.environ)
+    # A command still to be started (generate): the layout its launcher will give rank 0.
+    environ = launched_environ(ctx.argv, ctx.environ) if ctx.probe_interpreter else ctx.environ
+    torch_layout = layout(environ)
     if torch_layout is not None:
         section["torch_distributed"] = torch_layout.section()
         if slurm is None:

@@ -71,6 +71,7 @@ from typing import Any
 from expdna.collectors.config import parse_args
 from expdna.collectors.context import CollectContext, Partial
 from expdna.collectors.distributed import layout
+from expdna.collectors.launched import launcher_option as _option
 from expdna.manifest.command_line import CommandShape, parse_command
 
 #: Manifest field -> accepted argument names, highest priority first. See the module doc.
@@ -276,16 +277,6 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def _option(words: tuple[str, ...], *names: str) -> str | None:
-    """The last value of one of ``names`` among a launcher's option words."""
-    found = None
-    for i, word in enumerate(words):
-        name, eq, value = word.partition("=")
-        if name.replace("_", "-") in names:
-            found = value if eq else (words[i + 1] if i + 1 < len(words) else None)
-    return found
-
-
 def _count(value: str | None, default: int) -> int | None:
     if value is None:
         return default
@@ -322,7 +313,8 @@ def collect_training(ctx: CollectContext) -> dict[str, Any]:
 
     # A caller's parsed arguments (defaults included), where the context carries them, say
     # more than the words of argv; values in config files count below both.
-    given = parse_args(ctx.argv) if ctx.resolved_args is None else ctx.resolved_args
+    # A launcher's own options count here (accelerate's --mixed_precision names the precision).
+    given = parse_args(ctx.argv, launcher=True) if ctx.resolved_args is None else ctx.resolved_args
     files = parsed_config_values(ctx)
     given = {k: v for k, v in given.items() if k not in files.file_args}
     args = merged_args(given, files.values)

@@ -56,6 +56,10 @@ SEVERITY_RULES: tuple[tuple[str, Severity], ...] = (
     ("environment.os", "WARN"),
     ("environment.kernel", "WARN"),
     ("environment.glibc", "WARN"),
+    # Facts only the running process reads (outside the DNA in version 3): still a warning.
+    ("environment.framework.*.loaded.determinism.initial_seed", "INFO"),
+    ("environment.framework.*.loaded.determinism.*", "WARN"),
+    ("environment.hash_randomization", "WARN"),
     ("hardware.cuda*", "WARN"),
     ("hardware.nccl*", "WARN"),
     ("hardware.cudnn*", "WARN"),

@@ -18,7 +18,7 @@ from expdna.collectors import Registry, default_registry
 from expdna.collectors.distributed import hinted_environ
 from expdna.digest.refs import ref
 from expdna.integrations.ray_nodes import SUMMARY_FIELDS, fingerprint_nodes, node_hardware
-from expdna.integrations.torch_nodes import Peers, gather_nodes
+from expdna.integrations.torch_nodes import Peers, gather_nodes, node_entry
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.model import Manifest
 
@@ -96,6 +96,35 @@ def with_runtime(
         gathered = gather_nodes(peers, deadline_s=deadline_s, local=local)
         runtime["nodes"] = gathered.nodes
         collection["collectors"][FINGERPRINTS] = gathered.record()
+    updated = Manifest.model_validate(doc)
+    updated.dna = compute_dna(updated)
+    return updated
+
+
+def with_planned_nodes(manifest: Manifest, *, deadline_s: float) -> Manifest:
+    """``generate``'s manifest of a one-node ``torchrun`` command with the node entry the
+    hook in rank 0 will record (:mod:`expdna.collectors.launched`): this machine, its rank
+    count and its hardware fingerprint, taken as the hook takes it. Unchanged otherwise."""
+    runtime = manifest.runtime.model_dump(mode="python")
+    planned = runtime.get("torch_distributed")
+    if (
+        not isinstance(planned, dict)
+        or planned.get("initialised")
+        or planned.get("node_count") != 1
+        or runtime.get("nodes")
+        or "runtime" in (manifest.unknown or {})
+    ):
+        return manifest
+    local = _reusable_local(manifest, True) or node_hardware(deadline_s)
+    head = node_entry(0, True, planned.get("ranks_per_node"))
+    head.update(fingerprint=local["fingerprint"], hardware=local["hardware"])
+    doc = manifest.to_dict()
+    doc["runtime"]["nodes"] = [head]
+    warnings = [f"node 0: {w}" for w in local.get("warnings", [])]
+    doc["collection"]["collectors"][FINGERPRINTS] = {
+        "status": "ok" if head["fingerprint"] else "failed",
+        "warnings": warnings,
+    }
     updated = Manifest.model_validate(doc)
     updated.dna = compute_dna(updated)
     return updated

@@ -119,7 +119,8 @@ class NodePrints:
         }
 
 
-def _entry(node_rank: int, head: bool, ranks: int | None) -> dict[str, Any]:
+def node_entry(node_rank: int, head: bool, ranks: int | None) -> dict[str, Any]:
+    """One node of a torch.distributed job, its fingerprint still to come."""
     # resources carries the node's rank count into the DNA (as a Ray node's CPUs/GPUs do).
     return {
         "role": "head" if head else "worker",
@@ -140,7 +141,7 @@ def gather_nodes(
     found = NodePrints()
     lay = peers.layout
     own = lay.node_rank if lay.node_rank is not None else 0
-    head = _entry(own, True, lay.local_world_size)
+    head = node_entry(own, True, lay.local_world_size)
     head.update(fingerprint=local["fingerprint"], hardware=local["hardware"])
     found.nodes.append(head)
     found.warnings += [f"node {own}: {w}" for w in local.get("warnings", [])]
@@ -150,7 +151,7 @@ def gather_nodes(
         return found
     if lay.node_rank is None or lay.local_rank is None:
         for k in others:
-            found.nodes.append({**_entry(k, False, None), "unknown": "no node rank given"})
+            found.nodes.append({**node_entry(k, False, None), "unknown": "no node rank given"})
         found.warnings.append(
             "the launcher set no GROUP_RANK/LOCAL_RANK: other nodes' hardware is unknown"
         )
@@ -159,7 +160,7 @@ def gather_nodes(
     store = store if store is not None else default_store()
     if store is None:
         reason = "torch.distributed was not initialised at add_runtime()"
-        found.nodes += [{**_entry(k, False, None), "unknown": reason} for k in others]
+        found.nodes += [{**node_entry(k, False, None), "unknown": reason} for k in others]
         found.warnings.append(f"{reason}: other nodes' hardware is unknown")
         found.duration_ms = (time.perf_counter() - started) * 1000
         return found
@@ -177,10 +178,10 @@ def gather_nodes(
         answer = answers.get(k)
         if answer is None:
             reason = f"no answer within {deadline_s:g} s"
-            found.nodes.append({**_entry(k, False, lay.local_world_size), "unknown": reason})
+            found.nodes.append({**node_entry(k, False, lay.local_world_size), "unknown": reason})
             found.warnings.append(f"node {k}: {reason}; recorded as unknown")
             continue
-        entry = _entry(k, False, answer.get("ranks"))
+        entry = node_entry(k, False, answer.get("ranks"))
         entry.update(fingerprint=answer.get("fingerprint"), hardware=answer.get("hardware", {}))
         found.nodes.append(entry)
         found.warnings += [f"node {k}: {w}" for w in answer.get("warnings", [])]

@@ -12,6 +12,14 @@ every language shares: names are lower-cased in ASCII only (``str.lower`` also f
 Kelvin sign to ``k``), the kernel's version digits are ASCII (``\\d`` also matches other
 scripts' digits), and a path-like name must end in ``_dir`` etc. (``$`` also matches before a
 final newline). And the top-level object says ``"version": 2``, so every DNA changed.
+
+Version 3 (docs/en/dna-v3.md) puts the command in the config section and keeps one setup
+one DNA whichever path records it (``generate`` before the run, the hook or a callback in
+it): ``config.resolved_args`` leaves the config projection (the argument words are in the
+command, per-run values masked by the same rules), the ``training`` section projects to
+``{}`` (it is derived from the arguments), and the facts only the running process reads
+(the loaded framework's determinism switches, ``hash_randomization``) leave the
+environment projection; ``diff`` still names a change of them.
 """
 
 from __future__ import annotations
@@ -410,8 +418,12 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
         text = _as_text(value)
         return text is not None and any((text.rstrip("/") + "/").startswith(root) for root in roots)
 
-    projected = {
-        "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)},
+    projected: dict[str, Any] = {}
+    if version < 3:
+        # Version 3 leaves resolved_args out: their words are in the command (with per-run
+        # values masked by the same rules), and only the process knows its defaults.
+        projected["resolved_args"] = {k: v for k, v in args.items() if not per_run(k, v)}
+    projected |= {
         "selected_env": {
             k: v
             for k, v in (section.get("selected_env") or {}).items()
@@ -468,12 +480,28 @@ def config_input(doc: Mapping[str, Any], version: int = DNA_VERSION) -> Mapping[
     return {**config, COMMAND_KEY: doc.get("command") or {}}
 
 
-def _project_training(section: Mapping[str, Any]) -> Any:
-    return dict(section)
+def _project_training(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
+    # Version 3: the section is derived from the arguments (and the process's defaults),
+    # which the command and the config files already stand for.
+    return dict(section) if version < 3 else {}
+
+
+# Version 3: facts only the running process can read (generate, before it, cannot): its
+# determinism switches, and whether its str hashes are randomised (PYTHONHASHSEED, which
+# decides it, is in config.selected_env). Recorded, and named by diff, outside the DNA.
+_PROCESS_ENVIRONMENT = ("hash_randomization",)
 
 
 def _project_environment(section: Mapping[str, Any], version: int = DNA_VERSION) -> Any:
-    projected = {k: v for k, v in section.items() if k not in _PER_MACHINE_ENVIRONMENT}
+    left_out = (
+        _PER_MACHINE_ENVIRONMENT
+        if version < 3
+        else (
+            *_PER_MACHINE_ENVIRONMENT,
+            *_PROCESS_ENVIRONMENT,
+        )
+    )
+    projected = {k: v for k, v in section.items() if k not in left_out}
     kernel = projected.get("kernel")
     if isinstance(kernel, str):
         # Patch level (6.1.0-18-amd64 -> 6.1) changes with security updates, not results.
@@ -482,19 +510,25 @@ def _project_environment(section: Mapping[str, Any], version: int = DNA_VERSION)
     framework = projected.get("framework")
     if isinstance(framework, Mapping):
         projected["framework"] = {
-            name: _framework_identity(info) if isinstance(info, Mapping) else info
+            name: _framework_identity(info, version) if isinstance(info, Mapping) else info
             for name, info in framework.items()
         }
     return projected
 
 
-def _framework_identity(info: Mapping[str, Any]) -> dict[str, Any]:
-    """A framework as installed, plus the determinism switches of the loaded one.
+def _framework_identity(info: Mapping[str, Any], version: int = DNA_VERSION) -> dict[str, Any]:
+    """A framework as installed, plus (before version 3) the determinism switches of the
+    loaded one.
 
     The rest of the loaded truth repeats the installed build (or, for the build config
-    text, names the host CPU); ``initial_seed`` is random in every unseeded process.
+    text, names the host CPU); ``initial_seed`` is random in every unseeded process. In
+    version 3 the switches leave too: only the process reads them, at ``start()``, and a
+    command recorded before it runs (``generate``) has none, so one setup would have two
+    DNAs by the path that recorded it.
     """
     identity = {k: v for k, v in info.items() if k != "loaded"}
+    if version >= 3:
+        return identity
     loaded = info.get("loaded")
     if isinstance(loaded, Mapping) and isinstance(loaded.get("determinism"), Mapping):
         identity["determinism"] = {
@@ -561,12 +595,14 @@ def check_version(version: int) -> None:
 
 
 def _projection(name: str, version: int) -> Projection:
-    if version == DNA_VERSION or name not in ("code", "config", "environment"):
+    if version == DNA_VERSION or name not in ("code", "config", "training", "environment"):
         return PROJECTIONS[name]
     if name == "code":
         return lambda section: _project_code(section, version)
     if name == "config":
         return lambda section: _project_config(section, version)
+    if name == "training":
+        return lambda section: _project_training(section, version)
     return lambda section: _project_environment(section, version)
 
 
