@@ -7,8 +7,10 @@ is left alone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -33,6 +35,20 @@ def _write_runs(directory: Path, count: int, start: int = 0) -> set[str]:
         write_manifest(manifest, directory / f"manifest_{i:05d}.json")
         run_ids.add(manifest.run_id)
     return run_ids
+
+
+def _wait_for_runs(cache: Path, recorder: subprocess.Popen[str]) -> None:
+    """Until the recorder's local index holds a committed run (its first batch)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and recorder.poll() is None:
+        for index in cache.rglob("index.sqlite"):
+            try:
+                with contextlib.closing(sqlite3.connect(f"file:{index}?mode=ro", uri=True)) as db:
+                    if db.execute("SELECT count(*) FROM runs").fetchone()[0] > 0:
+                        return
+            except sqlite3.Error:
+                pass  # not created yet, or its tables not yet
+        time.sleep(0.02)
 
 
 def _listed(env: dict[str, str], url: str) -> set[str]:
@@ -68,7 +84,7 @@ def test_server_killed_during_record_scan_loses_nothing(tmp_path: Path) -> None:
         server.make_bucket(BUCKET)
         env = {**server.env(), "XDG_CACHE_HOME": str(tmp_path / "cache")}
         url = f"s3://{BUCKET}/killed"
-        run_ids = _write_runs(tmp_path / "runs", 1500)
+        run_ids = _write_runs(tmp_path / "runs", 3000)
         recorder = subprocess.Popen(
             [EXPDNA, "--store", url, "record", "--scan", str(tmp_path / "runs")],
             env={**os.environ, **env},
@@ -76,7 +92,9 @@ def test_server_killed_during_record_scan_loses_nothing(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(2.5)  # some batches in
+        # Kill the server once the first batch is in the local index, not after a fixed
+        # sleep: an idle machine recorded a whole smaller scan before a 2.5 s sleep ran out.
+        _wait_for_runs(tmp_path / "cache", recorder)
         server.kill()
         _, stderr = recorder.communicate(timeout=120)
         assert recorder.returncode != 0, "the recorder finished before the server was killed"
