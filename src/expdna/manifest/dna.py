@@ -403,7 +403,9 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
     file_args = {arg_name(n, version) for n in listed or () if isinstance(n, str)}
 
     def per_run(key: str, value: Any) -> bool:
-        if _per_run_name(key, version) or _masked(value) or arg_name(key, version) in file_args:
+        if _per_run_name(key, version) or _masked(value):
+            return True
+        if file_args and arg_name(key, version) in file_args:
             return True
         if not roots or not _path_name(key, version):
             return False
@@ -442,6 +444,27 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
             command if isinstance(command, Mapping) else {}, hidden
         )
     return projected
+
+
+def per_run_blanked(section: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
+    """The config section with the values of its per-run resolved arguments (``output_dir``,
+    ``run_name``: current version) set to None, and the output roots those values give
+    (each without its trailing ``/``); None where no argument is per-run.
+
+    The config projection, and the one with seeds left out (:mod:`expdna.manifest.family`),
+    read a per-run argument's name but its value only as an output root: another path
+    argument (in ``resolved_args`` or the command) whose value lies under a root is left
+    out too. So where no value of the blanked section or of the command holds a root's
+    text, the section projects as its blanked form does, whatever the per-run values are:
+    a recorder memoises the projection of a run's config under its blanked form
+    (:mod:`expdna.store.record.sections`), once for all the runs of a setup.
+    """
+    args = section.get("resolved_args")
+    if type(args) is not dict or not any(_per_run_name(key) for key in args):
+        return None
+    blanked = {key: None if _per_run_name(key) else value for key, value in args.items()}
+    roots = [root[:-1] for root in _output_roots(args, DNA_VERSION)]
+    return {**section, "resolved_args": blanked}, roots
 
 
 def _names_config_file(word: str, files: Sequence[str]) -> bool:
