@@ -317,6 +317,26 @@ def test_a_run_twice_in_one_batch(store: Store) -> None:
     assert len(store.runs()) == 1 and store.fsck().ok
 
 
+@pytest.mark.skipif(
+    not hasattr(sqlite3.Connection, "setlimit"), reason="sqlite3 sets limits from Python 3.11"
+)
+def test_a_batch_splits_its_inserts_to_the_parameters_sqlite_allows(store: Store) -> None:
+    from sqlalchemy import event
+
+    def limited(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+        # SQLite's default before 3.32: 47 runs rows a statement, 499 of two columns
+        dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+
+    event.listen(store.index.engine, "connect", limited)
+    store.index.engine.dispose()
+    manifests = [synthetic(i, setup=i // 2, vbios=VBIOS if i % 3 else "other") for i in range(120)]
+    assert {r.status for r in store.record_many(manifests, batch_size=120)} == {"recorded"}
+    assert len(store.runs()) == 120 and store.fsck().ok
+    assert len(store.find(named_filter("vbios", VBIOS))) == 80
+    twice = [r.status for r in store.record_many(manifests[:3])]
+    assert twice == ["skipped"] * 3
+
+
 def test_recording_pauses_the_garbage_collector_per_batch_only(store: Store) -> None:
     import gc
 
