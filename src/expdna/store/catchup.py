@@ -66,7 +66,7 @@ def apply_pending(objects: ObjectStore, index: Index, store_log: LogStore) -> in
             applied = _apply_record(objects, index, entry, cache)
         else:
             applied = index.write_retrying(
-                functools.partial(_apply_other, entry=entry, apply=apply)
+                functools.partial(_apply_other, entry=entry, apply=apply), logged=True
             )
         store_log.clear_pending(name)
         done += applied
@@ -115,7 +115,7 @@ def _apply_record(objects: ObjectStore, index: Index, entry: LogEntry, cache: In
                 log.warning("run %s: %s", prepared.run_id, refused.get(prepared.run_id))
         return interned
 
-    done = index.write_retrying(body)
+    done = index.write_retrying(body, logged=True)
     if done is False:
         return False
     if done is not None and done is not True:  # ids of a committed transaction only

@@ -167,7 +167,7 @@ class Recorder:
                 )
 
             try:
-                status, interned = self.index.write_retrying(body)
+                status, interned = self.index.write_retrying(body, logged=entry is not None)
             except BaseException:
                 if entry is not None:  # never applied: not a fact the index is behind on
                     self.log.withdraw(entry.name)
