@@ -460,11 +460,17 @@ def per_run_blanked(section: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     (:mod:`expdna.store.record.sections`), once for all the runs of a setup.
     """
     args = section.get("resolved_args")
-    if type(args) is not dict or not any(_per_run_name(key) for key in args):
+    if type(args) is not dict:
         return None
-    blanked = {key: None if _per_run_name(key) else value for key, value in args.items()}
-    roots = [root[:-1] for root in _output_roots(args, DNA_VERSION)]
-    return {**section, "resolved_args": blanked}, roots
+    named = [key for key in args if _per_run_name(key)]
+    if not named:
+        return None
+    roots = []  # as _output_roots finds them
+    for key in named:
+        text = _as_text(args[key])
+        if text is not None and text not in _TOO_BROAD_ROOTS:
+            roots.append(text.rstrip("/"))
+    return {**section, "resolved_args": {**args, **dict.fromkeys(named)}}, roots
 
 
 def _names_config_file(word: str, files: Sequence[str]) -> bool:
