@@ -102,6 +102,8 @@ class SectionMemo:
     #: (config key, training key) -> seedless (config, training) digests; None: no seeds
     _seedless: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)
     _setups: dict[tuple[str, ...], str] = field(default_factory=dict)
+    #: the config section config_key saw last, its blanked form's memo key and that form
+    _blanked: tuple[Any, str, dict[str, Any]] | None = None
 
     @staticmethod
     def keys(doc: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
@@ -109,18 +111,20 @@ class SectionMemo:
         no JSON text equals); "" for an empty section."""
         return {key: _memo_key(parts[key]) if doc.get(key) else "" for key in SHARED if key in doc}
 
-    @staticmethod
-    def config_key(doc: dict[str, Any], parts: dict[str, str], keys: dict[str, str]) -> str:
+    def config_key(self, doc: dict[str, Any], parts: dict[str, str], keys: dict[str, str]) -> str:
         """The memo key of the config projections (the DNA's and the seedless one): the
         config's key and the command's, or, where the config has per-run arguments whose
         values nothing else mentions, its form with them blanked
-        (:func:`expdna.manifest.dna.per_run_blanked`), shared by every run of a setup."""
+        (:func:`expdna.manifest.dna.per_run_blanked`), shared by every run of a setup.
+        The blanked form is kept for :meth:`facts` of the same document."""
         key = keys.get("config", "")
         config = doc.get("config")
         found = per_run_blanked(config) if type(config) is dict else None
+        self._blanked = None
         if found is not None:
             blanked, roots = found
             text = to_json(blanked)
+            self._blanked = (config, _memo_key(text), blanked)
             command = parts.get("command", "")
             if not any(_may_mention(root, text, command) for root in roots):
                 key = "\x01" + _memo_key(text)  # never a JSON text's first character
@@ -224,12 +228,7 @@ class SectionMemo:
             if key in COLUMN_KEYS:
                 continue
             if key in keys:
-                memo_key = (key, keys[key])
-                found = self._facts.get(memo_key)
-                if found is None:
-                    found = self._section_facts(key, value)
-                    _bounded(self._facts)[memo_key] = found
-                shared, mine = found
+                shared, mine = self._blanked_facts(value) or self._memo_facts(key, keys[key], value)
             else:
                 facts, numeric = flatten({key: value})
                 shared, mine = split_section(facts)
@@ -238,6 +237,34 @@ class SectionMemo:
                 sets.append(shared)
             own |= mine
         return tuple(sets), frozenset(own), metrics
+
+    def _memo_facts(
+        self, key: str, memo_key: str, value: Any, tag: str = ""
+    ) -> tuple[FactSet, FactSet]:
+        found = self._facts.get((tag + key, memo_key))
+        if found is None:
+            found = self._section_facts(key, value)
+            _bounded(self._facts)[tag + key, memo_key] = found
+        return found
+
+    def _blanked_facts(self, config: Any) -> tuple[FactSet, FactSet] | None:
+        """The facts of ``config``, when it is the section :meth:`config_key` blanked last:
+        those of its blanked form (per-run values are None, which is no fact), memoised for
+        every run of a setup, and the run's own per-run arguments flattened alone. None
+        where that is not the split the whole document gets (a dotted argument name whose
+        facts are not the run's own)."""
+        if self._blanked is None or self._blanked[0] is not config:
+            return None
+        _, memo_key, blanked = self._blanked
+        shared, mine = self._memo_facts("config", memo_key, blanked, tag="\x01")
+        args, masked = config["resolved_args"], blanked["resolved_args"]
+        extra = {name: value for name, value in args.items() if masked[name] is None}
+        if not extra:
+            return shared, mine
+        theirs, own = split_section(flatten({"config": {"resolved_args": extra}})[0])
+        if theirs:
+            return None
+        return shared, mine | own
 
     def _section_facts(self, key: str, value: Any) -> tuple[FactSet, FactSet]:
         """(shared set, own facts) of one section; the shared set memoised on the section
