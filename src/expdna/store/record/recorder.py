@@ -1,9 +1,10 @@
 """Recording batches: blobs first, then the batch's index rows in one transaction.
 
-Batches overlap in one place only. From the second batch of a call on, a batch's blobs go
-to a helper process (:mod:`expdna.store.objects.blobwriter`), and the recorder checks the next
-batch while the helper writes; the batch's index rows are written once the helper says its
-blobs are durable, so the order "blobs first, index row last" holds for every run. The
+Batches overlap in one place only. From the second batch of a call on, a batch's log entry
+and blobs go to a helper process (:mod:`expdna.store.objects.blobwriter`), and the recorder
+checks the next batch while the helper writes and syncs them; the batch's index rows are
+written once the helper says they are durable, so the order "log entry, then blobs, index
+row last" holds for every run. The
 first batch is written in this process: a call that records one batch (``Store.record``,
 the training hook) never starts a helper, and a call's helper ends with the call. Into a
 bucket the helper is a thread (:class:`_UploadThread`): its requests run in the client
