@@ -201,3 +201,46 @@ def test_no_helper_where_the_interpreter_is_not_python(
         results = store.record_many(runs(3 * BATCH), batch_size=BATCH)
         assert [r.status for r in results] == ["recorded"] * 3 * BATCH
         consistent(store, 3 * BATCH)
+
+
+def test_the_helper_writes_a_batch_s_log_entry_before_its_objects(tmp_path: Path) -> None:
+    from expdna.store.objects.log import StoreLog, encode_entry
+
+    entry, data = encode_entry("record", {"runs": [["r1", hex_of(b"one"), []]]})
+    name = entry.name.encode()
+    size = struct.Struct("<Q")
+    head = size.pack(1 | 1 << 63) + size.pack(len(name)) + name + size.pack(len(data)) + data
+    objects = ObjectDir(tmp_path / "objects")
+    replies = io.BytesIO()
+    serve(objects.root, io.BytesIO(head + size.pack(3) + b"one"), replies)
+    assert replies.getvalue() == b"ok\n"
+    log = StoreLog(objects.root)
+    assert log.names() == [entry.name] and log.read(entry.name).body == entry.body
+    assert list(objects) == [hex_of(b"one")]
+
+    bad = b"../escape"
+    replies = io.BytesIO()
+    frame = size.pack(1 | 1 << 63) + size.pack(len(bad)) + bad + size.pack(1) + b"x"
+    serve(objects.root, io.BytesIO(frame + size.pack(3) + b"two"), replies)
+    assert replies.getvalue().startswith(b"error ")
+    assert hex_of(b"two") not in set(objects) and log.names() == [entry.name]
+
+
+def test_a_call_s_log_entries_past_its_first_batch_are_the_helper_s_to_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from expdna.store.objects.log import StoreLog
+
+    written: list[str] = []
+    add = StoreLog.add
+
+    def spy(self: StoreLog, name: str, data: bytes, *, pending: bool = False) -> None:
+        written.append(name)
+        add(self, name, data, pending=pending)
+
+    monkeypatch.setattr(StoreLog, "add", spy)
+    with Store.open(tmp_path / "store") as store:
+        store.record_many(runs(3 * BATCH), batch_size=BATCH)
+        consistent(store, 3 * BATCH)
+        assert len(written) == 1  # the first batch's, written here
+        assert len(store.log.names()) == 3

@@ -59,6 +59,21 @@ def test_partition_keeps_every_fact_once() -> None:
     assert set_digest(frozenset(sets[0])) == set_digest(sets[0])
 
 
+def test_a_set_digest_is_the_blake3_of_its_sorted_pairs_as_json_dumps_writes_them() -> None:
+    """The identity every index shares: json.dumps's default separators, text unescaped."""
+    import json
+
+    from expdna.digest import hex_of
+
+    for facts in (
+        frozenset({("a.b", "1"), ("a.c", 'quote " and \\ slash')}),
+        frozenset({("config.resolved_args.note", "Ünïcödé ✓ 𝄞"), ("x", "\n\t")}),
+        frozenset(),
+    ):
+        expected = hex_of(json.dumps(sorted(facts), ensure_ascii=False).encode("utf-8"))
+        assert set_digest(facts) == expected
+
+
 def test_a_repeated_section_is_stored_once(tmp_path: Path) -> None:
     with Store.open(tmp_path / "s") as store:
         _history(store)

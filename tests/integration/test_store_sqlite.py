@@ -6,9 +6,10 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -34,6 +35,8 @@ from tests.factories import (
     synthetic,
     synthetic_doc,
 )
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -315,6 +318,50 @@ def test_a_run_twice_in_one_batch(store: Store) -> None:
     statuses = [r.status for r in store.record_many([manifest, manifest, changed])]
     assert statuses == ["recorded", "skipped", "conflict"]
     assert len(store.runs()) == 1 and store.fsck().ok
+
+
+@pytest.mark.skipif(
+    not hasattr(sqlite3.Connection, "setlimit"), reason="sqlite3 sets limits from Python 3.11"
+)
+def test_a_batch_splits_its_inserts_to_the_parameters_sqlite_allows(store: Store) -> None:
+    from sqlalchemy import event
+
+    def limited(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+        # SQLite's default before 3.32: 47 runs rows a statement, 499 of two columns
+        dbapi_connection.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+
+    event.listen(store.index.engine, "connect", limited)
+    store.index.engine.dispose()
+    manifests = [synthetic(i, setup=i // 2, vbios=VBIOS if i % 3 else "other") for i in range(120)]
+    assert {r.status for r in store.record_many(manifests, batch_size=120)} == {"recorded"}
+    assert len(store.runs()) == 120 and store.fsck().ok
+    assert len(store.find(named_filter("vbios", VBIOS))) == 80
+    twice = [r.status for r in store.record_many(manifests[:3])]
+    assert twice == ["skipped"] * 3
+
+
+def test_only_writes_that_apply_synced_log_entries_skip_the_wal_sync(store: Store) -> None:
+    """A transaction applying log entries commits with synchronous=NORMAL (the log replays
+    what a power loss undoes); any other write keeps the connection's FULL."""
+    from sqlalchemy import Connection
+
+    def level(conn: Connection) -> int:
+        return int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
+
+    assert store.index.write_retrying(level, logged=True) == 1
+    with store.index.write() as conn:
+        assert level(conn) == 2
+    assert store.index.write_retrying(level) == 2
+    levels: list[int] = []
+    original = store.index.write_retrying
+
+    def spy(body: Callable[[Connection], T], *, logged: bool = False) -> T:
+        return original(lambda conn: (levels.append(level(conn)), body(conn))[1], logged=logged)
+
+    store.index.write_retrying = spy  # type: ignore[method-assign]
+    store.record_many([synthetic(1), synthetic(2)])
+    store.record_many([synthetic(1)])  # skipped: applies no entry
+    assert levels == [1, 2]
 
 
 def test_recording_pauses_the_garbage_collector_per_batch_only(store: Store) -> None:

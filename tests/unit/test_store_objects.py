@@ -163,3 +163,18 @@ def test_objects_are_readable_by_all_whatever_the_umask(objects: ObjectDir) -> N
     finally:
         os.umask(previous)
     assert stat.S_IMODE(objects.path(digest).stat().st_mode) == 0o444
+
+
+def test_a_umask_changed_between_batches_still_gives_readable_objects(
+    objects: ObjectDir,
+) -> None:
+    previous = os.umask(0o022)  # open's mode is exact: no fchmod
+    try:
+        first = objects.put(b"written under 022")
+        os.umask(0o077)
+        second = objects.put_many([b"written under 077"])[0]
+        objects.rewrite([b"rewritten under 077"])
+    finally:
+        os.umask(previous)
+    for digest in (first, second, hex_of(b"rewritten under 077")):
+        assert stat.S_IMODE(objects.path(digest).stat().st_mode) == 0o444

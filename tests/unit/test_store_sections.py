@@ -108,3 +108,39 @@ def test_the_memo_path_refuses_a_mismatched_dna(edit: str) -> None:
     edited["environment"]["python_version"] = "3.12.4"  # content edited, DNA kept
     with pytest.raises(DnaMismatchError):
         prepare_doc(edited, memo=memo)
+
+
+@pytest.mark.parametrize(
+    ("output_dir", "extra"),
+    [
+        ("/ckpt/a", {"init_path": "/ckpt/a/best"}),  # under the run's output root: left out
+        ("/ckpt/b", {"init_path": "/ckpt/a/best"}),  # the same blanked form, kept
+        ("/ckpt/c", {"argv": ["--load_path", "/ckpt/c/last"]}),  # in the command, left out
+        ("/ckpt/d", {"argv": ["--load_path", "/ckpt/c/last"]}),  # kept
+        ("/ckpt/e", {"argv": ["--load_path=/ckpt/e/x"]}),
+        ('/ck"pt/f', {"init_path": '/ck"pt/f/best'}),  # a root JSON escapes
+        ("/ckpt/g", {}),
+        ("/ckpt/h", {}),
+    ],
+)
+def test_a_memo_of_blanked_configs_keeps_what_per_run_values_leave_out(
+    output_dir: str, extra: dict[str, Any]
+) -> None:
+    """Runs of one setup whose configs differ in their output directory share the config's
+    projection, except where that directory decides what else is left out."""
+    memo = SectionMemo()
+    setups = ("/ckpt/a", "/ckpt/b", "/ckpt/c", "/ckpt/d", "/ckpt/e", '/ck"pt/f', "/ckpt/g")
+    for i, earlier in enumerate(setups):  # the memo holds the other runs' sections first
+        prepare_doc(_run_with(i, earlier, extra), memo=memo)
+    doc = _run_with(99, output_dir, extra)
+    _same(prepare_doc(doc, memo=memo), prepare_doc(doc))
+
+
+def _run_with(i: int, output_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
+    doc = synthetic_doc(i, setup=1)
+    args = doc["config"]["resolved_args"]
+    args["output_dir"] = output_dir
+    if "init_path" in extra:
+        args["init_path"] = extra["init_path"]
+    doc["command"]["argv"] += extra.get("argv", [])
+    return manifest_from_dict(doc).to_dict()

@@ -32,17 +32,21 @@ def _refuse(value: Any) -> Any:
     raise TypeError(f"cannot canonicalise a value of type {type(value).__name__}")
 
 
-def make_encoder(*, sort_keys: bool = True) -> Callable[[Any], str]:
-    """Compact JSON (no spaces, UTF-8 text, no NaN/Infinity) through the C encoder, built
-    once (``JSONEncoder.encode`` builds one on every call, which costs more than encoding a
-    small document). Other types raise TypeError, non-finite floats ValueError."""
+def make_encoder(
+    *, sort_keys: bool = True, separators: tuple[str, str] = (",", ":"), allow_nan: bool = False
+) -> Callable[[Any], str]:
+    """JSON (by default compact: no spaces; UTF-8 text, no NaN/Infinity) through the C
+    encoder, built once (``JSONEncoder.encode`` builds one on every call, which costs more
+    than encoding a small document). Other types raise TypeError, non-finite floats
+    ValueError unless ``allow_nan``."""
     c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
     if c_make_encoder is None:  # an interpreter without the C accelerator
         return json.JSONEncoder(
-            ensure_ascii=False, allow_nan=False, sort_keys=sort_keys, separators=(",", ":")
+            ensure_ascii=False, allow_nan=allow_nan, sort_keys=sort_keys, separators=separators
         ).encode
+    item, key = separators
     iterencode = c_make_encoder(
-        None, _refuse, json.encoder.encode_basestring, None, ":", ",", sort_keys, False, False
+        None, _refuse, json.encoder.encode_basestring, None, key, item, sort_keys, False, allow_nan
     )
     return lambda value: "".join(iterencode(value, 0))
 

@@ -411,7 +411,9 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
     file_args = {arg_name(n, version) for n in listed or () if isinstance(n, str)}
 
     def per_run(key: str, value: Any) -> bool:
-        if _per_run_name(key, version) or _masked(value) or arg_name(key, version) in file_args:
+        if _per_run_name(key, version) or _masked(value):
+            return True
+        if file_args and arg_name(key, version) in file_args:
             return True
         if not roots or not _path_name(key, version):
             return False
@@ -454,6 +456,33 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
             command if isinstance(command, Mapping) else {}, hidden
         )
     return projected
+
+
+def per_run_blanked(section: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
+    """The config section with the values of its per-run resolved arguments (``output_dir``,
+    ``run_name``: current version) set to None, and the output roots those values give
+    (each without its trailing ``/``); None where no argument is per-run.
+
+    The config projection, and the one with seeds left out (:mod:`expdna.manifest.family`),
+    read a per-run argument's name but its value only as an output root: another path
+    argument (in ``resolved_args`` or the command) whose value lies under a root is left
+    out too. So where no value of the blanked section or of the command holds a root's
+    text, the section projects as its blanked form does, whatever the per-run values are:
+    a recorder memoises the projection of a run's config under its blanked form
+    (:mod:`expdna.store.record.sections`), once for all the runs of a setup.
+    """
+    args = section.get("resolved_args")
+    if type(args) is not dict:
+        return None
+    named = [key for key in args if _per_run_name(key)]
+    if not named:
+        return None
+    roots = []  # as _output_roots finds them
+    for key in named:
+        text = _as_text(args[key])
+        if text is not None and text not in _TOO_BROAD_ROOTS:
+            roots.append(text.rstrip("/"))
+    return {**section, "resolved_args": {**args, **dict.fromkeys(named)}}, roots
 
 
 def _names_config_file(word: str, files: Sequence[str]) -> bool:

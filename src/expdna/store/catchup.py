@@ -67,7 +67,9 @@ def apply_pending(objects: ObjectStore, index: Index, store_log: LogStore) -> in
             store_log.clear_pending(name)
             continue
         if entry.kind != "record":
-            result = index.write_retrying(functools.partial(_apply_other, entry=entry, apply=apply))
+            result = index.write_retrying(
+                functools.partial(_apply_other, entry=entry, apply=apply), logged=True
+            )
             if isinstance(result, str):  # a pin before its run's record: it stays pending
                 waiting.setdefault(result, []).append(entry)
                 continue
@@ -79,7 +81,8 @@ def apply_pending(objects: ObjectStore, index: Index, store_log: LogStore) -> in
         for run in entry.body.get("runs", []):
             for pin in waiting.pop(str(run[0]), []):
                 applied = index.write_retrying(
-                    functools.partial(_apply_other, entry=pin, apply=apply, wait=False)
+                    functools.partial(_apply_other, entry=pin, apply=apply, wait=False),
+                    logged=True,
                 )
                 done += applied is True
                 store_log.clear_pending(pin.name)
@@ -145,7 +148,7 @@ def _apply_record(objects: ObjectStore, index: Index, entry: LogEntry, cache: In
                 log.warning("run %s: %s", prepared.run_id, refused.get(prepared.run_id))
         return interned
 
-    done = index.write_retrying(body)
+    done = index.write_retrying(body, logged=True)
     if done is False:
         return False
     if done is not None and done is not True:  # ids of a committed transaction only

@@ -48,7 +48,7 @@ def write_logged(
         except OSError as exc:
             raise unwritable(Path(log.root).parent.parent, exc) from None
         try:
-            return index.write_retrying(transaction)
+            return index.write_retrying(transaction, logged=True)
         except BaseException:
             log.withdraw(entry.name)
             raise

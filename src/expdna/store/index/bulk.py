@@ -5,13 +5,14 @@ PostgreSQL: one statement binding one array per column,
 ``INSERT ... SELECT * FROM unnest(%s::type[], ...) ON CONFLICT (...) DO NOTHING``. A
 multi-row ``VALUES`` list (what SQLAlchemy's executemany becomes there) has a placeholder
 per value, which psycopg parses one by one: for 500 runs of 21 columns that was ~5x slower
-than the arrays. SQLite (the other dialect expdna opens): the driver's executemany, or one
-``INSERT ... RETURNING`` a row, with values processed as SQLAlchemy would.
+than the arrays. SQLite (the other dialect expdna opens): multi-row ``VALUES`` lists on the
+driver's cursor (``RETURNING`` included), with values processed as SQLAlchemy would.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
@@ -84,7 +85,7 @@ def _sqlite(
     returning: Sequence[str],
 ) -> list[tuple[Any, ...]]:
     # The driver directly, with SQLAlchemy's own value processing: its per-row parameter
-    # handling for executemany with RETURNING cost more than the inserts themselves.
+    # handling cost more than the inserts themselves.
     quote = conn.dialect.identifier_preparer.quote
     columns = tuple(rows[0])
     processors = [
@@ -100,24 +101,54 @@ def _sqlite(
             for i, process in processors:
                 processed[i] = process(processed[i])
             params[position] = tuple(processed)
-    sql = (
-        f"INSERT INTO {quote(table.name)} ({', '.join(quote(c) for c in columns)}) "
-        f"VALUES ({', '.join('?' for _ in columns)}) "
-        f"ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO NOTHING"
-    )
-    if not returning:
-        conn.exec_driver_sql(sql, params)
-        return []
-    # sqlite3's executemany returns no rows: one execute a row, still a C loop mostly.
-    sql += f" RETURNING {', '.join(quote(c) for c in returning)}"
+    tail = f" ON CONFLICT ({', '.join(quote(k) for k in keys)}) DO NOTHING"
+    if returning:
+        tail += f" RETURNING {', '.join(quote(c) for c in returning)}"
+    names = ", ".join(quote(c) for c in columns)
+    return _sqlite_values(conn, quote(table.name), names, params, tail, returns=bool(returning))
+
+
+#: SQLite's default cap on the parameters of one statement (since 3.32; RETURNING, which
+#: the store uses, needs 3.35): a build may lower it, which Python 3.11 can read.
+_SQLITE_VARIABLES = 32766
+#: sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER (Python 3.11+)
+_LIMIT_VARIABLE_NUMBER = 9
+
+
+def _sqlite_values(
+    conn: Connection,
+    table: str,
+    columns: str,
+    rows: Sequence[Sequence[Any]],
+    tail: str = "",
+    *,
+    returns: bool = False,
+) -> list[tuple[Any, ...]]:
+    """Insert ``rows`` with multi-row ``VALUES`` lists, as many rows a statement as its
+    parameters allow; ``returns``: the rows ``tail``'s ``RETURNING`` gives (in no set
+    order). One statement for hundreds of rows: sqlite3's executemany prepares nothing
+    twice but still steps the statement once a row, and returns no rows, so each
+    ``RETURNING`` had a statement to itself."""
     driver = conn.connection.driver_connection
     assert driver is not None
+    width = len(rows[0])
+    limit = getattr(driver, "getlimit", None)  # Python 3.11
+    variables = _SQLITE_VARIABLES if limit is None else limit(_LIMIT_VARIABLE_NUMBER)
+    per = max(1, min(variables, _SQLITE_VARIABLES) // width)
+    marks = "(" + ", ".join("?" * width) + ")"
+    head = f"INSERT INTO {table} ({columns}) VALUES "
+    found: list[tuple[Any, ...]] = []
     cursor = driver.cursor()
     try:
-        found = (cursor.execute(sql, values).fetchone() for values in params)
-        return [tuple(row) for row in found if row is not None]
+        for start in range(0, len(rows), per):
+            part = rows[start : start + per]
+            sql = head + ", ".join(itertools.repeat(marks, len(part))) + tail
+            cursor.execute(sql, [value for row in part for value in row])
+            if returns:
+                found += [tuple(row) for row in cursor.fetchall()]
     finally:
         cursor.close()
+    return found
 
 
 _INSERT_ABSENT = {"postgresql": _unnest, "sqlite": _sqlite}
@@ -137,13 +168,8 @@ def insert_absent(
     return _INSERT_ABSENT[conn.dialect.name](conn, table_of(entity), rows, keys, returning)
 
 
-_MARKS = {"qmark": "?", "format": "%s", "pyformat": "%s"}
-
-
-def _executemany(conn: Connection, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
-    mark = _MARKS[conn.dialect.paramstyle]
-    marks = ", ".join(mark for _ in rows[0])
-    conn.exec_driver_sql(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+def _sqlite_rows(conn: Connection, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
+    _sqlite_values(conn, table, columns, rows)
 
 
 def _copy(conn: Connection, table: str, columns: str, rows: list[tuple[Any, ...]]) -> None:
@@ -156,16 +182,16 @@ def _copy(conn: Connection, table: str, columns: str, rows: list[tuple[Any, ...]
             copy.write_row(row)
 
 
-_BULK = {"postgresql": _copy}
+_BULK = {"postgresql": _copy, "sqlite": _sqlite_rows}
 
 
 def bulk_insert(
     conn: Connection, entity: type[Base], columns: tuple[str, ...], rows: list[tuple[Any, ...]]
 ) -> None:
     """Insert plain tuples, bypassing SQLAlchemy's per-row parameter processing (with ~80
-    fact rows a run, it was the largest cost of recording): executemany, or COPY."""
+    fact rows a run, it was the largest cost of recording): multi-row VALUES, or COPY."""
     if not rows:
         return
     quote = conn.dialect.identifier_preparer.quote
     names = ", ".join(quote(c) for c in columns)
-    _BULK.get(conn.dialect.name, _executemany)(conn, quote(table_of(entity).name), names, rows)
+    _BULK[conn.dialect.name](conn, quote(table_of(entity).name), names, rows)

@@ -37,6 +37,11 @@ from expdna.store.index.readonly import read_only_uri
 log = logging.getLogger(__name__)
 
 _WRITER = "expdna_writer"
+#: A write transaction that applies log entries synced before it (see _sqlite_durability).
+_LOGGED = "expdna_logged"
+#: Where a connection keeps the synchronous level a logged write lowered.
+_OWN_SYNC = "expdna_synchronous"
+_SYNC_NORMAL = 1
 _RETRIES = 5
 T = TypeVar("T")
 
@@ -97,8 +102,44 @@ def _on_sqlite_connect_read_only(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _on_sqlite_begin(connection: Connection) -> None:
-    writer = connection.get_execution_options().get(_WRITER, False)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if writer else "BEGIN")
+    options = connection.get_execution_options()
+    if not options.get(_WRITER, False):
+        connection.exec_driver_sql("BEGIN")
+        return
+    _sqlite_durability(connection, logged=options.get(_LOGGED, False))
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _sqlite_durability(connection: Connection, *, logged: bool) -> None:
+    """``PRAGMA synchronous=NORMAL`` for a transaction that applies log entries, the
+    connection's own level (FULL by default) for any other.
+
+    In WAL mode FULL syncs the WAL at every commit; NORMAL syncs it only at checkpoints,
+    so a power loss or an OS crash (not a process crash: the WAL is written before the
+    commit returns) may undo the last transactions, never corrupt the file. Undoing a
+    transaction that applies log entries loses nothing: each entry
+    (expdna.store.objects.log) is synced, with the objects it names, before the
+    transaction begins, and only that transaction marks it applied (``store_log_entries``).
+    An entry left unapplied is named by ``fsck`` (expdna.store.drift) once it is older than
+    STALE_S, ``gc`` keeps its objects and refuses to run, and ``expdna reindex`` replays it
+    from the log; an unapplied entry with a marker (written by the training hook, whose
+    marker removal the same loss may keep) is the same. Other writes (gc deleting a blob row
+    before it purges the object, the store id, migrations) stay FULL: the log does not
+    hold them. One batch of runs saves one WAL sync.
+
+    Statement only outside a transaction (SQLite refuses to change the level inside one),
+    which is why it is set here, before BEGIN.
+    """
+    info = connection.connection.info
+    lowered = info.get(_OWN_SYNC)  # the level a logged write lowered, else None
+    if logged and lowered is None:
+        level = int(connection.exec_driver_sql("PRAGMA synchronous").scalar_one())
+        if level > _SYNC_NORMAL:  # FULL or EXTRA; OFF (reindex's new file) stays off
+            connection.exec_driver_sql(f"PRAGMA synchronous={_SYNC_NORMAL}")
+            info[_OWN_SYNC] = level
+    elif not logged and lowered is not None:
+        connection.exec_driver_sql(f"PRAGMA synchronous={int(lowered)}")
+        del info[_OWN_SYNC]
 
 
 @dataclass
@@ -126,12 +167,14 @@ class Index:
             with conn.begin():
                 yield conn
 
-    def write_retrying(self, body: Callable[[Connection], T]) -> T:
-        """Run ``body`` in a write transaction, again after a deadlock or busy timeout."""
+    def write_retrying(self, body: Callable[[Connection], T], *, logged: bool = False) -> T:
+        """Run ``body`` in a write transaction, again after a deadlock or busy timeout.
+        ``logged``: the transaction applies log entries that are durable already, and marks
+        them applied; on SQLite it commits without syncing (see _sqlite_durability)."""
         for attempt in range(_RETRIES):
             try:
                 with self.engine.connect() as conn:
-                    conn.execution_options(**{_WRITER: True})
+                    conn.execution_options(**{_WRITER: True, _LOGGED: logged})
                     with conn.begin():
                         return body(conn)
             except DBAPIError as exc:

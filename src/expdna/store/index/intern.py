@@ -110,10 +110,12 @@ def _set_ids(conn: Connection, digests: list[str]) -> dict[str, int]:
 
 
 def intern_sets(
-    conn: Connection, sets: Iterable[Facts], interned: Interned, cache: InternCache
-) -> dict[Facts, int]:
-    """Ids for every fact set in ``sets``, inserting the new ones with their members (whose
-    value ids ``interned`` holds); the new ids go to ``interned.new_sets`` for the cache.
+    conn: Connection, sets: Iterable[Facts], own: Iterable[Pair], cache: InternCache
+) -> tuple[dict[Facts, int], Interned]:
+    """Ids for every fact set in ``sets``, inserting the new ones with their members, and
+    the value ids of the pairs ``own`` (a batch's facts outside its sets): the pairs of sets
+    known already (in the cache or the index) are not looked up, their members being there.
+    The new ids go to the returned :class:`Interned` (its ``new_sets`` too) for the cache.
 
     A set another writer inserts concurrently is written whole by that writer's
     transaction (set row and members together), so a set row is never seen without them.
@@ -121,9 +123,10 @@ def intern_sets(
     by_digest = {set_digest(facts): facts for facts in sets}
     ids = {d: cache.sets[d] for d in by_digest if d in cache.sets}
     missing = sorted(by_digest.keys() - ids.keys())
-    if missing:
-        found = _set_ids(conn, missing)
-        absent = [d for d in missing if d not in found]
+    found = _set_ids(conn, missing) if missing else {}
+    absent = [d for d in missing if d not in found]
+    interned = intern_pairs(conn, set(own).union(*(by_digest[d] for d in absent)), cache)
+    if absent:
         inserted = dict(
             insert_absent(
                 conn, FactSet, [{"digest": d} for d in absent], ("digest",), ("digest", "id")
@@ -138,6 +141,6 @@ def intern_sets(
         racing = [d for d in absent if d not in inserted]  # PostgreSQL: committed meanwhile
         found.update(_set_ids(conn, racing) if racing else {})
         found.update(inserted)
-        ids.update(found)
-        interned.new_sets.update(found)
-    return {facts: ids[digest] for digest, facts in by_digest.items()}
+    ids.update(found)
+    interned.new_sets.update(found)
+    return {facts: ids[digest] for digest, facts in by_digest.items()}, interned

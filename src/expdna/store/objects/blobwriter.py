@@ -10,7 +10,11 @@ copy) and checks the next batch on one core while this process writes on the oth
 
 The protocol is strictly one batch at a time: the recorder sends a batch, later reads one
 reply line, and only then sends the next. A batch is a count, then each blob as a length
-and its bytes (little-endian 64-bit). The reply is ``ok`` once every blob is durable
+and its bytes (little-endian 64-bit); a count with its top bit set is followed first by
+the batch's log entry, its name and its bytes as two such blobs, which the helper writes
+durably before the objects (:meth:`expdna.store.objects.log.StoreLog.add`), so the log's
+two syncs leave the recorder's path too. The reply is ``ok`` once the entry and every blob
+are durable
 (:meth:`expdna.store.objects.directory.ObjectDir.put_many`), or ``error <message>``. The helper
 hashes each blob itself, so what it names an object is always the BLAKE3 of its bytes.
 
@@ -43,6 +47,8 @@ from typing import BinaryIO
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct("<Q")
+#: In a batch's count: the batch's log entry (name, bytes) comes first.
+_ENTRY = 1 << 63
 _PYTHON = re.compile(r"(python|pypy)[0-9.]*(\.exe)?", re.IGNORECASE)
 #: The helper's entry: drop the working directory from the path, make ``expdna`` and
 #: ``expdna.store`` bare packages over the recorder's directories, and run :func:`main`.
@@ -91,10 +97,17 @@ class BlobWriter:
             return None
         return cls(process)
 
-    def send(self, blobs: Sequence[bytes]) -> bool:
-        """Hand ``blobs`` to the helper; False (nothing pending) when it cannot take them."""
+    #: The helper writes the batch's log entry too (expdna.store.record.recorder).
+    takes_entries = True
+
+    def send(self, blobs: Sequence[bytes], entry: tuple[str, bytes] | None = None) -> bool:
+        """Hand ``blobs`` to the helper, with the log entry (name, bytes) to write durably
+        before them; False (nothing pending) when it cannot take them."""
         assert self._sent is None, "one batch at a time"
-        frame = [_SIZE.pack(len(blobs))]
+        frame = [_SIZE.pack(len(blobs) | (_ENTRY if entry is not None else 0))]
+        if entry is not None:
+            name = entry[0].encode("ascii")
+            frame += (_SIZE.pack(len(name)), name, _SIZE.pack(len(entry[1])), entry[1])
         for data in blobs:
             frame += (_SIZE.pack(len(data)), data)
         stdin = self._process.stdin
@@ -147,31 +160,51 @@ def _read(stream: BinaryIO, size: int) -> bytes | None:
     return data
 
 
-def _batch(stream: BinaryIO) -> list[bytes] | None:
-    """The next batch, or None at end of input (a cut-off batch is dropped)."""
+def _chunk(stream: BinaryIO) -> bytes | None:
+    size = _read(stream, _SIZE.size)
+    return None if size is None else _read(stream, _SIZE.unpack(size)[0])
+
+
+def _batch(stream: BinaryIO) -> tuple[list[bytes], tuple[str, bytes] | None] | None:
+    """The next batch and its log entry, or None at end of input (a cut-off batch is
+    dropped)."""
     head = _read(stream, _SIZE.size)
     if head is None:
         return None
+    count = _SIZE.unpack(head)[0]
+    entry = None
+    if count & _ENTRY:
+        count &= ~_ENTRY
+        name, data = _chunk(stream), None
+        if name is not None:
+            data = _chunk(stream)
+        if name is None or data is None:
+            return None
+        entry = (name.decode("ascii", "replace"), data)
     blobs = []
-    for _ in range(_SIZE.unpack(head)[0]):
-        size = _read(stream, _SIZE.size)
-        data = None if size is None else _read(stream, _SIZE.unpack(size)[0])
+    for _ in range(count):
+        data = _chunk(stream)
         if data is None:
             return None
         blobs.append(data)
-    return blobs
+    return blobs, entry
 
 
 def serve(root: Path, source: BinaryIO, replies: BinaryIO) -> None:
     """Write each batch read from ``source`` into ``root``; reply after each."""
     from expdna.store.objects.directory import ObjectDir
+    from expdna.store.objects.log import StoreLog
 
     objects = ObjectDir(root)
-    while (blobs := _batch(source)) is not None:
+    log = StoreLog(root)
+    while (batch := _batch(source)) is not None:
+        blobs, entry = batch
         try:
+            if entry is not None:  # before the objects it names: gc honours it
+                log.add(*entry)
             objects.put_many(blobs)
             reply = b"ok\n"
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             reply = f"error {exc}\n".encode("utf-8", "replace")
         try:
             replies.write(reply)

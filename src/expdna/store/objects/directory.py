@@ -80,6 +80,19 @@ def _syncfs(directory: Path) -> bool:
         os.close(fd)
 
 
+def _umask_keeps_read_only() -> bool:
+    """Whether the process umask leaves every bit of READ_ONLY (Linux reports it in
+    /proc/self/status; reading it with os.umask would set it, racing other threads)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8) & READ_ONLY == 0
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 class ObjectDir:
     """Content-addressed blobs under ``root`` (``<store>/objects``)."""
 
@@ -88,6 +101,8 @@ class ObjectDir:
         #: False: no syncs (a staging area a process's death cannot lose; a spool)
         self.durable = durable
         self._fans: set[str] = set()  # fan-out directories known to exist
+        #: whether open's mode needs no fchmod (the umask, read per batch, keeps 0o444)
+        self._exact_mode = False
 
     @property
     def location(self) -> str:
@@ -115,6 +130,7 @@ class ObjectDir:
         digests: list[str] = []
         pending: list[_Pending] = []
         seen: set[str] = set()
+        self._exact_mode = _umask_keeps_read_only()
         with _discarded_on_error(pending):
             for data in blobs:
                 digest = hex_of(data)
@@ -143,11 +159,13 @@ class ObjectDir:
             self._fans.add(directory)
         # Named without tempfile's random sequence (this is the per-object cost of
         # recording): unique per process and call, and O_EXCL settles a clash with a
-        # leftover of a dead process that had our pid. fchmod, since the umask may have
-        # taken bits off the mode given to open, and other users read a shared store.
+        # leftover of a dead process that had our pid. fchmod where the umask may have
+        # taken bits off the mode given to open (other users read a shared store); with
+        # the usual umask (022) open's mode is exact and the call is saved.
         name = os.path.join(
             directory, f"{TEMP_PREFIX}{digest[2:18]}-{os.getpid()}-{next(_TEMP_COUNTER)}"
         )
+        exact = self._exact_mode
         try:
             fd = os.open(name, _CREATE, READ_ONLY)
         except FileNotFoundError:  # the fan-out directory was removed behind our back
@@ -157,8 +175,10 @@ class ObjectDir:
             import tempfile
 
             fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=directory)
+            exact = False  # created 0o600
         try:
-            os.fchmod(fd, READ_ONLY)
+            if not exact:
+                os.fchmod(fd, READ_ONLY)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -289,6 +309,7 @@ class ObjectDir:
         """Write ``blobs`` even where an object of that name exists: repairs a missing or
         corrupt object (the new file is renamed over the old one)."""
         pending: list[_Pending] = []
+        self._exact_mode = _umask_keeps_read_only()
         with _discarded_on_error(pending):
             for digest, raw in {hex_of(b): b for b in blobs}.items():
                 fan = os.path.join(self.root, digest[:2])

@@ -37,6 +37,10 @@ class LogStore(Protocol):
         self, kind: str, body: dict[str, Any], *, at: datetime | None = None, pending: bool = False
     ) -> LogEntry: ...
 
+    def add(self, name: str, data: bytes, *, pending: bool = False) -> None:
+        """Write an entry :func:`expdna.store.objects.log.encode_entry` encoded already."""
+        ...
+
     def pending(self) -> list[str]:
         """Entries written for the index to apply later (the training hook's), oldest first."""
         ...

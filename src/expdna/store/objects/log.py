@@ -112,7 +112,15 @@ class StoreLog:
         ``pending``: no index will be told by this process; a marker under
         ``log/pending`` asks the next process that opens the index to apply it."""
         entry, data = encode_entry(kind, body, at)
-        name = entry.name
+        self.add(entry.name, data, pending=pending)
+        return entry
+
+    def add(self, name: str, data: bytes, *, pending: bool = False) -> None:
+        """Write an entry encoded already (:func:`encode_entry`; its name proves its
+        bytes), durably; written already, it is left as it is. ``pending``: as for
+        :meth:`append`."""
+        if not is_entry_name(name):
+            raise ValueError(f"{name}: not a log entry name")
         self.root.mkdir(parents=True, exist_ok=True)
         final = self.root / name
         temp = self.root / f"{TEMP_PREFIX}log-{os.getpid()}-{next(_COUNTER)}-{time.monotonic_ns()}"
@@ -138,7 +146,6 @@ class StoreLog:
             fsync_path(self.root)
         if pending:
             self._mark_pending(name)
-        return entry
 
     @property
     def pending_root(self) -> Path:

@@ -17,12 +17,12 @@ here may err either way; they reuse the DNA's own per-run rules.
 from __future__ import annotations
 
 import functools
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
 from expdna.digest import hex_of
+from expdna.manifest.canonical import make_encoder
 from expdna.manifest.dna import is_per_allocation_env, is_per_run_arg, is_volatile_resource
 from expdna.manifest.model import DNA_SECTIONS
 
@@ -108,8 +108,13 @@ def partition(facts: Iterable[Pair]) -> tuple[tuple[FactSet, ...], FactSet]:
     return tuple(sets), frozenset(own)
 
 
+#: ``json.dumps(value, ensure_ascii=False)``, its encoder built once
+_dumps = make_encoder(sort_keys=False, separators=(", ", ": "), allow_nan=True)
+
+
 @functools.lru_cache(maxsize=8192)
 def set_digest(facts: FactSet) -> str:
-    """The identity of a fact set: BLAKE3 of its sorted pairs as JSON (the same in every
-    index, unlike the value ids its rows hold)."""
-    return hex_of(json.dumps(sorted(facts), ensure_ascii=False).encode("utf-8"))
+    """The identity of a fact set: BLAKE3 of its sorted pairs as JSON as
+    ``json.dumps(sorted(facts), ensure_ascii=False)`` writes it (the same in every index,
+    unlike the value ids its rows hold)."""
+    return hex_of(_dumps(sorted(facts)).encode("utf-8"))

@@ -200,7 +200,8 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
     if parts is None:
         return None
     keys = memo.keys(form, parts)
-    sections = memo.sections(form, keys)
+    config = memo.config_key(form, parts, keys)
+    sections = memo.sections(form, keys, config)
     value = memo.value(sections)
     if stored is None:
         dna = {"version": DNA_VERSION, "value": value, "sections": sections}
@@ -210,8 +211,8 @@ def _by_section(doc: dict[str, Any], source: str, memo: SectionMemo) -> _Form | 
         _check_match(stored, value, sections, source)
     data = assemble(form, parts)
     sets, own, metrics = memo.facts(form, keys)
-    seedless = memo.seedless(form, sections)
-    family, setup = memo.value(seedless), setup_value(seedless)
+    seedless = memo.seedless(form, sections, keys, config)
+    family, setup = memo.value(seedless), memo.setup(seedless)
     return _Form(form, data, hex_of(data), patches, sets, own, metrics, family, setup)
 
 

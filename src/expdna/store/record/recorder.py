@@ -1,9 +1,10 @@
 """Recording batches: blobs first, then the batch's index rows in one transaction.
 
-Batches overlap in one place only. From the second batch of a call on, a batch's blobs go
-to a helper process (:mod:`expdna.store.objects.blobwriter`), and the recorder checks the next
-batch while the helper writes; the batch's index rows are written once the helper says its
-blobs are durable, so the order "blobs first, index row last" holds for every run. The
+Batches overlap in one place only. From the second batch of a call on, a batch's log entry
+and blobs go to a helper process (:mod:`expdna.store.objects.blobwriter`), and the recorder
+checks the next batch while the helper writes and syncs them; the batch's index rows are
+written once the helper says they are durable, so the order "log entry, then blobs, index
+row last" holds for every run. The
 first batch is written in this process: a call that records one batch (``Store.record``,
 the training hook) never starts a helper, and a call's helper ends with the call. Into a
 bucket the helper is a thread (:class:`_UploadThread`): its requests run in the client
@@ -40,7 +41,7 @@ from expdna.store.interrupts import interrupt_deferred
 from expdna.store.objects.blobwriter import BlobWriter
 from expdna.store.objects.directory import ObjectDir
 from expdna.store.objects.interface import ObjectStore
-from expdna.store.objects.log import LogEntry
+from expdna.store.objects.log import LogEntry, encode_entry
 from expdna.store.record.cycles import cyclic
 from expdna.store.record.prepare import Prepared
 from expdna.store.record.samerun import same_run
@@ -83,6 +84,8 @@ class Recorder:
         self._interned = InternCache()
         #: the log entry of the batch whose blobs were written last, until its rows are
         self._entry: LogEntry | None = None
+        #: its bytes, until it is written (here, or by the helper with the batch's blobs)
+        self._entry_data: bytes | None = None
         #: run id -> recorded manifest digest, of that batch's runs recorded before it
         self._known: Mapping[str, str] = {}
         self._same = same_run(objects)
@@ -123,32 +126,53 @@ class Recorder:
             ) from None
 
     def _write_here(self, blobs: Sequence[bytes]) -> None:
+        """The batch's log entry, when not written yet, then its blobs, in this process."""
+        self._write_entry_here()
         self._guarded(lambda: self.objects.put_many(blobs))
+
+    def _write_entry_here(self) -> None:
+        entry, data = self._entry, self._entry_data
+        if entry is not None and data is not None:
+            try:
+                self.log.add(entry.name, data)
+            except OSError as exc:
+                raise StoreError(
+                    f"object directory {self.objects.location}: {exc.strerror}"
+                ) from None
+            self._entry_data = None
 
     def put_blobs(self, batch: Sequence[Prepared]) -> None:
         """Write the blobs of the runs not recorded yet, in this process."""
         self._write_here(self._todo(batch))
 
     def send_blobs(self, batch: Sequence[Prepared], helper: _Helper) -> bool:
-        """Hand the batch's blobs to the call's helper process; False when they were
-        written here instead (too few to be worth it, or no helper)."""
+        """Hand the batch's blobs, and its log entry where the helper writes entries, to
+        the call's helper process; False when they were written here instead (too few to
+        be worth it, or no helper)."""
         blobs = self._todo(batch)
         writer = helper.get() if len(blobs) >= MIN_HELPER_BLOBS else None
         if writer is not None:
-            if writer.send(blobs):
-                return True
+            entry = None
+            if self._entry is not None and self._entry_data is not None:
+                if writer.takes_entries:
+                    entry = (self._entry.name, self._entry_data)
+                else:
+                    self._write_entry_here()
+            if writer.send(blobs, entry):
+                return True  # the entry's bytes are kept until the helper says it wrote them
             helper.give_up()
         self._write_here(blobs)
         return False
 
     def blobs_written(self, helper: _Helper) -> None:
-        """Wait until the helper has made the blobs sent last durable (writing here what
-        it could not)."""
+        """Wait until the helper has made the entry and blobs sent last durable (writing
+        here what it could not)."""
         if helper.writer is not None:
             unwritten = helper.writer.wait()
             if unwritten:
                 helper.give_up()
-                self._write_here(unwritten)
+                self._write_here(unwritten)  # the entry again, should it be missing
+        self._entry_data = None
 
     def index_rows(self, items: Sequence[BatchItem]) -> list[RecordResult]:
         """Commit the batch's index rows; results in the order of ``items``."""
@@ -167,7 +191,7 @@ class Recorder:
                 )
 
             try:
-                status, interned = self.index.write_retrying(body)
+                status, interned = self.index.write_retrying(body, logged=entry is not None)
             except BaseException:
                 if entry is not None:  # never applied: not a fact the index is behind on
                     self.log.withdraw(entry.name)
@@ -183,8 +207,10 @@ class Recorder:
 
     def _log_entry(self, batch: Sequence[Prepared], known: Mapping[str, str]) -> LogEntry | None:
         """The log entry for the batch's runs not recorded yet (expdna.store.objects.log):
-        what ``reindex`` needs beyond the objects. Written before their objects, it is also
-        the write-ahead reference gc honours: gc keeps what an unapplied entry names."""
+        what ``reindex`` needs beyond the objects. Written before their objects (here, or
+        by the helper that writes them: its bytes wait in ``_entry_data``), it is also the
+        write-ahead reference gc honours: gc keeps what an unapplied entry names."""
+        self._entry_data = None
         fresh: dict[str, Prepared] = {}
         for prepared in batch:  # the first of a run id repeated in the batch is recorded
             if prepared.run_id not in known:
@@ -195,10 +221,8 @@ class Recorder:
             [p.run_id, p.manifest_digest, [[b.digest, b.kind, len(b.data)] for b in p.blobs[1:]]]
             for p in fresh.values()
         ]
-        try:
-            return self.log.append("record", {"runs": runs})
-        except OSError as exc:
-            raise StoreError(f"object directory {self.objects.location}: {exc.strerror}") from None
+        entry, self._entry_data = encode_entry("record", {"runs": runs})
+        return entry
 
     def _ensure_objects(self, batch: Sequence[Prepared], status: Sequence[RecordStatus]) -> None:
         """After the commit: every object the batch's runs reference is present, else it is
@@ -263,7 +287,7 @@ class Recorder:
             helper.close()
             if self._entry is not None:  # its batch never reached the index
                 self.log.withdraw(self._entry.name)
-                self._entry = None
+                self._entry = self._entry_data = None
 
     def _helper_start(self) -> Callable[[], _Writer | None] | None:
         """How this call's helper starts: a process for a directory, a thread for a bucket."""
@@ -277,7 +301,10 @@ class Recorder:
 class _Writer(Protocol):
     """What the recorder needs of a helper (:class:`BlobWriter`, :class:`_UploadThread`)."""
 
-    def send(self, blobs: Sequence[bytes]) -> bool: ...
+    #: whether :meth:`send` takes the batch's log entry to write before its blobs
+    takes_entries: bool
+
+    def send(self, blobs: Sequence[bytes], entry: tuple[str, bytes] | None = None) -> bool: ...
 
     def wait(self) -> Sequence[bytes]: ...
 
@@ -294,7 +321,9 @@ class _UploadThread:
         self._sent: Sequence[bytes] = ()
         self._future: Future[list[str]] | None = None
 
-    def send(self, blobs: Sequence[bytes]) -> bool:
+    takes_entries = False  # the recorder writes the entry into the bucket first
+
+    def send(self, blobs: Sequence[bytes], entry: tuple[str, bytes] | None = None) -> bool:
         self._sent = blobs
         self._future = self._pool.submit(self._objects.put_many, blobs)
         return True

@@ -6,7 +6,10 @@ sections repeat across runs: one environment, a handful of hardware setups, one 
 the code of a few commits. A section is recognised by the BLAKE3 of its JSON, and that JSON
 is the store form's own: the document's bytes are assembled from its sections' JSON, so
 nothing is dumped twice, and a repeated section costs a hash and a dict lookup instead of a
-projection, canonical JSON and a walk.
+projection, canonical JSON and a walk. The config section names each run's output
+directory, so its projections are keyed by its form with per-run argument values blanked
+(:func:`expdna.manifest.dna.per_run_blanked`): projected once per setup, and without its
+seeds once per seed sweep.
 
 :func:`split` gives up (returns None) where the assembled bytes could differ from
 :func:`expdna.store.record.storeform.dumps` of the whole document (a non-finite float, which that
@@ -22,8 +25,8 @@ from typing import Any
 
 from expdna.digest import hex_of
 from expdna.manifest.canonical import canonical_bytes, make_encoder
-from expdna.manifest.dna import DNA_VERSION, PROJECTIONS, config_input
-from expdna.manifest.family import has_seeds, without_seeds
+from expdna.manifest.dna import DNA_VERSION, PROJECTIONS, config_input, per_run_blanked
+from expdna.manifest.family import SETUP_SECTIONS, has_seeds, setup_value, without_seeds
 from expdna.manifest.model import DNA_SECTIONS
 from expdna.store.record.factsets import FactSet, split_section, strip_own
 from expdna.store.record.flatten import COLUMN_KEYS, flatten
@@ -72,6 +75,15 @@ def _memo_key(text: str) -> str:
     return text if len(text) <= MAX_KEY_CHARS else hex_of(text.encode())
 
 
+def _may_mention(root: str, *texts: str) -> bool:
+    """Whether a value in the JSON ``texts`` may lie under the output root ``root`` (its
+    text without the trailing ``/``): it would start with that text, which JSON writes as
+    it is unless it holds a character JSON escapes (then: maybe)."""
+    if not root or any(c in '"\\' or c < " " for c in root):
+        return True
+    return any(root in text for text in texts)
+
+
 def _bounded(memo: dict[Any, Any]) -> dict[Any, Any]:
     if len(memo) >= MAX_ENTRIES:
         memo.clear()
@@ -87,8 +99,11 @@ class SectionMemo:
     _values: dict[tuple[str, ...], str] = field(default_factory=dict)
     _projections: dict[tuple[str, str], str] = field(default_factory=dict)
     _shared: dict[tuple[str, str], FactSet] = field(default_factory=dict)
-    #: The last config section projected and its projection, for the family digest.
-    _last_config: tuple[Any, Any] = (None, None)
+    #: (config key, training key) -> seedless (config, training) digests; None: no seeds
+    _seedless: dict[tuple[str, str], tuple[str, str] | None] = field(default_factory=dict)
+    _setups: dict[tuple[str, ...], str] = field(default_factory=dict)
+    #: the config section config_key saw last, its blanked form's memo key and that form
+    _blanked: tuple[Any, str, dict[str, Any]] | None = None
 
     @staticmethod
     def keys(doc: dict[str, Any], parts: dict[str, str]) -> dict[str, str]:
@@ -96,13 +111,32 @@ class SectionMemo:
         no JSON text equals); "" for an empty section."""
         return {key: _memo_key(parts[key]) if doc.get(key) else "" for key in SHARED if key in doc}
 
-    def sections(self, doc: dict[str, Any], keys: dict[str, str]) -> dict[str, str]:
-        """The DNA section digests of ``doc`` (whose ``config.dna_ignore`` is empty)."""
+    def config_key(self, doc: dict[str, Any], parts: dict[str, str], keys: dict[str, str]) -> str:
+        """The memo key of the config projections (the DNA's and the seedless one): the
+        config's key and the command's, or, where the config has per-run arguments whose
+        values nothing else mentions, its form with them blanked
+        (:func:`expdna.manifest.dna.per_run_blanked`), shared by every run of a setup.
+        The blanked form is kept for :meth:`facts` of the same document."""
+        key = keys.get("config", "")
+        config = doc.get("config")
+        found = per_run_blanked(config) if type(config) is dict else None
+        self._blanked = None
+        if found is not None:
+            blanked, roots = found
+            text = to_json(blanked)
+            self._blanked = (config, _memo_key(text), blanked)
+            command = parts.get("command", "")
+            if not any(_may_mention(root, text, command) for root in roots):
+                key = "\x01" + _memo_key(text)  # never a JSON text's first character
+        return key + "\x00" + keys.get("command", "")
+
+    def sections(self, doc: dict[str, Any], keys: dict[str, str], config: str) -> dict[str, str]:
+        """The DNA section digests of ``doc`` (whose ``config.dna_ignore`` is empty);
+        ``config``: its :meth:`config_key`."""
         digests: dict[str, str] = {}
         for name in DNA_SECTIONS:
-            key = (name, keys.get(name, ""))
-            if name == "config":  # from version 3 its projection holds the command too
-                key = (name, key[1] + "\x00" + _memo_key(to_json(doc.get("command") or {})))
+            # from version 3 the config's projection holds the command too
+            key = (name, config if name == "config" else keys.get(name, ""))
             digest = self._digests.get(key)
             if digest is None:
                 section = config_input(doc) if name == "config" else doc.get(name)
@@ -115,8 +149,6 @@ class SectionMemo:
         """:func:`section_digest`, memoised on the projection: sections that differ only
         in what the DNA leaves out (a run's output directory) share one canonicalisation."""
         projection = PROJECTIONS[name](section)
-        if name == "config":
-            self._last_config = (section, projection)
         return self._digest_of_projection(name, projection)
 
     def _digest_of_projection(self, name: str, projection: Any) -> str:
@@ -127,21 +159,43 @@ class SectionMemo:
             _bounded(self._projections)[key] = digest
         return digest
 
-    def seedless(self, doc: dict[str, Any], sections: dict[str, str]) -> dict[str, str]:
+    def seedless(
+        self, doc: dict[str, Any], sections: dict[str, str], keys: dict[str, str], config: str
+    ) -> dict[str, str]:
         """The section digests of ``doc`` without its seeds (expdna.manifest.family), from
-        its section digests: only ``config`` and ``training`` are projected again, and the
-        seedless projections of a seed sweep are one memo entry."""
-        if not has_seeds(doc):
+        its section digests: only ``config`` and ``training`` are projected again, once per
+        (config key, training) pair: the seedless projections of a seed sweep are one entry."""
+        key = (config, keys.get("training", ""))
+        if key in self._seedless:
+            found = self._seedless[key]
+        else:
+            found = None
+            if has_seeds(doc):
+                seedless = without_seeds(doc)
+                # Projected again, command and config files included (version 3 masks
+                # seeds there): as the DNA's config of a document without seeds, which
+                # every run of a seed sweep is.
+                found = (
+                    self._seedless_config(seedless),
+                    self._projected_digest("training", seedless.get("training") or {}),
+                )
+            _bounded(self._seedless)[key] = found
+        if found is None:
             return sections
-        seedless = without_seeds(doc)
-        # Projected again, command and config files included (version 3 masks seeds there).
-        config_digest = self._projected_digest("config", config_input(seedless))
-        training = self._projected_digest("training", seedless.get("training") or {})
-        return {**sections, "config": config_digest, "training": training}
+        return {**sections, "config": found[0], "training": found[1]}
 
-    def family(self, doc: dict[str, Any], sections: dict[str, str]) -> str:
-        """The family digest of ``doc`` (expdna.manifest.family) from its section digests."""
-        return self.value(self.seedless(doc, sections))
+    def _seedless_config(self, seedless: dict[str, Any]) -> str:
+        """The config digest of a seedless document, through the memo of config digests."""
+        parts = {
+            name: to_json(seedless[name]) for name in ("config", "command") if seedless.get(name)
+        }
+        keys = {name: _memo_key(text) for name, text in parts.items()}
+        key = ("config", self.config_key(seedless, parts, keys))
+        digest = self._digests.get(key)
+        if digest is None:
+            digest = self._projected_digest("config", config_input(seedless))
+            _bounded(self._digests)[key] = digest
+        return digest
 
     def value(self, sections: dict[str, str]) -> str:
         """The DNA value over section digests (compute_dna's last step)."""
@@ -150,6 +204,15 @@ class SectionMemo:
         if found is None:
             found = hex_of(canonical_bytes({"version": DNA_VERSION, "sections": sections}))
             _bounded(self._values)[key] = found
+        return found
+
+    def setup(self, seedless: dict[str, str]) -> str:
+        """The setup digest over seedless section digests (family.setup_value)."""
+        key = tuple(seedless[name] for name in SETUP_SECTIONS)
+        found = self._setups.get(key)
+        if found is None:
+            found = setup_value(seedless)
+            _bounded(self._setups)[key] = found
         return found
 
     def facts(
@@ -165,12 +228,7 @@ class SectionMemo:
             if key in COLUMN_KEYS:
                 continue
             if key in keys:
-                memo_key = (key, keys[key])
-                found = self._facts.get(memo_key)
-                if found is None:
-                    found = self._section_facts(key, value)
-                    _bounded(self._facts)[memo_key] = found
-                shared, mine = found
+                shared, mine = self._blanked_facts(value) or self._memo_facts(key, keys[key], value)
             else:
                 facts, numeric = flatten({key: value})
                 shared, mine = split_section(facts)
@@ -179,6 +237,34 @@ class SectionMemo:
                 sets.append(shared)
             own |= mine
         return tuple(sets), frozenset(own), metrics
+
+    def _memo_facts(
+        self, key: str, memo_key: str, value: Any, tag: str = ""
+    ) -> tuple[FactSet, FactSet]:
+        found = self._facts.get((tag + key, memo_key))
+        if found is None:
+            found = self._section_facts(key, value)
+            _bounded(self._facts)[tag + key, memo_key] = found
+        return found
+
+    def _blanked_facts(self, config: Any) -> tuple[FactSet, FactSet] | None:
+        """The facts of ``config``, when it is the section :meth:`config_key` blanked last:
+        those of its blanked form (per-run values are None, which is no fact), memoised for
+        every run of a setup, and the run's own per-run arguments flattened alone. None
+        where that is not the split the whole document gets (a dotted argument name whose
+        facts are not the run's own)."""
+        if self._blanked is None or self._blanked[0] is not config:
+            return None
+        _, memo_key, blanked = self._blanked
+        shared, mine = self._memo_facts("config", memo_key, blanked, tag="\x01")
+        args, masked = config["resolved_args"], blanked["resolved_args"]
+        extra = {name: value for name, value in args.items() if masked[name] is None}
+        if not extra:
+            return shared, mine
+        theirs, own = split_section(flatten({"config": {"resolved_args": extra}})[0])
+        if theirs:
+            return None
+        return shared, mine | own
 
     def _section_facts(self, key: str, value: Any) -> tuple[FactSet, FactSet]:
         """(shared set, own facts) of one section; the shared set memoised on the section

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, select
 from expdna.digest import ALGORITHM
 from expdna.store.entities import RecordStatus
 from expdna.store.index.bulk import bulk_insert, chunks, insert_absent, insert_ignore
-from expdna.store.index.intern import InternCache, Interned, intern_pairs, intern_sets
+from expdna.store.index.intern import InternCache, Interned, intern_sets
 from expdna.store.index.models import (
     LINEAGE_KEY,
     Blob,
@@ -119,9 +119,8 @@ def write_batch(
     # Runs share fact sets (one per section, expdna.store.record.factsets): each distinct set is
     # interned once per batch, and a run adds one row per set.
     sets = list({id(fact_set): fact_set for p in new for fact_set in p.fact_sets}.values())
-    interned = intern_pairs(conn, set().union(*sets, *(p.own_facts for p in new)), cache)
+    set_ids, interned = intern_sets(conn, sets, set().union(*(p.own_facts for p in new)), cache)
     value_ids = interned.values
-    set_ids = intern_sets(conn, sets, interned, cache)
 
     now = recorded_at or datetime.now(timezone.utc).replace(tzinfo=None)
     run_rows = [
