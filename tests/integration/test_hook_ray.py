@@ -127,6 +127,48 @@ class TestLocalRay:
         loaded = load_manifest(run.path)
         assert loaded.runtime.mode == "single_node_ray" and loaded.metrics == {"val_loss": 0.5}
 
+    def test_trials_of_a_ray_tune_search_get_one_dna_per_setting(
+        self, local_ray: Launch, tmp_path: Path
+    ) -> None:
+        tune = pytest.importorskip("ray.tune", reason="ray[tune] (pandas) is not installed")
+
+        local_ray()
+        out = tmp_path / "manifests"
+
+        def trainable(config: dict[str, Any]) -> None:
+            import dataclasses
+
+            import expdna
+
+            # A dataclass counts as argv's (HfArgumentParser), except in a trial.
+            Settings = dataclasses.make_dataclass("Settings", [("lr", float), ("output_dir", str)])
+            trial = tune.get_context().get_trial_id()
+            settings = Settings(lr=config["lr"], output_dir=str(out / trial))
+            with expdna.track(settings, output_dir=out / trial) as run:
+                weight = 0.0
+                for _ in range(50):
+                    weight -= settings.lr * 2 * (weight - 2.0)
+                run.log_final(loss=(weight - 2.0) ** 2)
+
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"lr": tune.grid_search([0.01, 0.1, 0.1])},
+            # One actor runs every trial, as a search in one process: the same argv and code.
+            tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=1),
+            run_config=tune.RunConfig(storage_path=str(tmp_path / "tune"), name="search"),
+        )
+        results = tuner.fit()
+        assert not results.errors
+        manifests = [load_manifest(p) for p in sorted(out.glob("*/manifest_*.json"))]
+        assert len(manifests) == 3
+        assert {m.config.model_dump().get("settings_source") for m in manifests} == {"code"}
+        dnas: dict[float, set[str]] = {}
+        for manifest in manifests:
+            assert manifest.dna is not None and compute_dna(manifest) == manifest.dna
+            dnas.setdefault(manifest.config.resolved_args["lr"], set()).add(manifest.dna.value)
+        assert len(dnas[0.01]) == 1 and len(dnas[0.1]) == 1  # one setting, one DNA
+        assert dnas[0.01] != dnas[0.1]  # two settings, two DNAs
+
     # Last in the class: it shuts Ray down.
     def test_ray_shut_down_between_phases_records_local(
         self, local_ray: Launch, tmp_path: Path
