@@ -27,6 +27,11 @@ ALLOWED: tuple[tuple[str, re.Pattern[str], str], ...] = (
         "commits, BLAKE3/SHA-256 digests and DNAs: 40 or 64 hex, the manifest's own identity",
     ),
     (
+        "Base64 High Entropy String",
+        re.compile(r"--[\w-]+=/tmp/ray/session_[\w.-]+/sockets/[\w.-]+"),
+        "a Ray worker's own argv (a Tune trial's command.argv): its session's socket paths",
+    ),
+    (
         "Secret Keyword",
         re.compile(r"[^*\s]{0,64}\*\*\*|<[\w-]+>|"),
         "a value redaction already replaced (`abcd***`, `sk-proj-***`, `<internal-address>`)",
