@@ -26,6 +26,20 @@ ALLOWED: tuple[tuple[str, re.Pattern[str], str], ...] = (
         re.compile(r"(?:blake3:|sha256:)?(?:[0-9a-f]{40}|[0-9a-f]{64})"),
         "commits, BLAKE3/SHA-256 digests and DNAs: 40 or 64 hex, the manifest's own identity",
     ),
+    *(
+        (
+            kind,
+            re.compile(
+                r"--(?:node-ip-address|node-manager-port|object-store-name|raylet-name|"
+                r"redis-address|metrics-agent-port|runtime-env-agent-port|gcs-address|"
+                r"session-name|temp-dir|webui|cluster-id|worker-id|worker-launch-time-ms|"
+                r"node-id|runtime-env-hash|logging-rotate-bytes|logging-rotate-backup-count)"
+                r"=[\w./:-]*"
+            ),
+            "a Ray worker's own argv (a Tune trial's command.argv): session paths and ids",
+        )
+        for kind in ("Base64 High Entropy String", "Hex High Entropy String")
+    ),
     (
         "Secret Keyword",
         re.compile(r"[^*\s]{0,64}\*\*\*|<[\w-]+>|"),

@@ -212,8 +212,10 @@ def document() -> dict[str, Any]:
                 for _ in range(R.randint(0, 2))
             },
             "config_file_args": R.sample(ARG_NAMES, R.randint(0, 2)),
+            "settings_source": R.choice([None, "argv", "code", "code", "other"]),
             "dna_ignore": R.sample(
                 [
+                    "config.settings_source",
                     "config.resolved_args.seed",
                     "config.*.lr",
                     "hardware.gpus",

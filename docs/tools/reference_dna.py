@@ -326,13 +326,18 @@ def config(sec, version, doc):
             )
         )
 
+    # v3: settings handed over in code (settings_source other than absent, null, "argv")
+    source = sec.get("settings_source") if version >= 3 else None
+    from_code = source is not None and source != "argv"
     projected = (
         {}
-        if version >= 3
-        else {  # v3: the argument words are in the command
+        if version >= 3 and not from_code
+        else {  # v3: the argument words are in the command, unless set in code
             "resolved_args": {k: v for k, v in args.items() if not per_run(k, v)}
         }
     )
+    if from_code:  # the marker too, so editing it changes the DNA
+        projected["settings_source"] = source
     projected |= {
         "selected_env": {
             k: v

@@ -363,9 +363,14 @@ function projectConfig(section, version, doc) {
   };
   const env = orEmpty(get(section, 'selected_env'), record([]));
   const debug = (k) => version >= 3 && globs(DEBUG_ENV).test(k);
+  // Version 3: settings handed over in code (settings_source other than absent, null or
+  // "argv") are in no command, so resolved_args stay in, with the marker itself.
+  const source = version >= 3 ? get(section, 'settings_source') : undefined;
+  const fromCode = source !== undefined && source !== null && source !== 'argv';
   const projected = record([
     // Version 3 leaves resolved_args out: their words are in the command, masked alike.
-    ...(version < 3 ? [['resolved_args', pick(args, (k, v) => !perRun(k, v))]] : []),
+    ...(version < 3 || fromCode ? [['resolved_args', pick(args, (k, v) => !perRun(k, v))]] : []),
+    ...(fromCode ? [['settings_source', source]] : []),
     ['selected_env', pick(env, (k, v) => !globs(PER_ALLOCATION_ENV).test(k) && !isMasked(v) && !debug(k))],
     ['config_files', Object.values(orEmpty(get(section, 'config_files'), record([]))).sort(compareUtf8)],
   ]);

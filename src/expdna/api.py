@@ -43,6 +43,7 @@ def collect(
     dna_ignore: Sequence[str] = (),
     redact: bool = True,
     resolved_args: Mapping[str, Any] | None = None,
+    settings_source: str | None = None,
     use_cache: bool = True,
     progress: Callable[[Any], None] | None = None,
     output_roots: Iterable[str | os.PathLike[str]] = (),
@@ -56,7 +57,9 @@ def collect(
     most ``overall_deadline_s``; plugins that failed to load are listed in
     ``collection.plugin_warnings``.
     ``resolved_args``, when given, is recorded as ``config.resolved_args`` instead of the
-    arguments parsed from ``argv``. ``use_cache=False`` hashes every data file again;
+    arguments parsed from ``argv``; ``settings_source="code"`` says the caller handed them
+    over in code rather than parsing argv (``config.settings_source``: they then count in the
+    DNA, see docs/en/dna-v3.md). ``use_cache=False`` hashes every data file again;
     ``progress`` receives ``expdna.collectors.data.Progress`` while data files are hashed.
     ``output_roots`` are where this run writes: untracked files there are not code (nor are
     those under ``$EXPDNA_STORE``, per-run path arguments, or other runs' output folders).
@@ -72,6 +75,7 @@ def collect(
         data=tuple(Path(d) for d in data),
         caller_file=Path(caller_file) if caller_file is not None else None,
         resolved_args=dict(resolved_args) if resolved_args is not None else None,
+        settings_source=settings_source,
         environ=dict(os.environ if environ is None else environ),
         timeout_s=deadline_s if overall_deadline_s is None else min(deadline_s, overall_deadline_s),
         use_cache=use_cache,

@@ -7,6 +7,7 @@ a test can call ``expdna.start`` *before* Ray is up, as a training script does.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -97,6 +98,14 @@ def _check_file(handle: RunHandle) -> None:
     assert compute_dna(loaded).value == handle.dna == loaded.dna.value  # type: ignore[union-attr]
 
 
+@pytest.fixture
+def tune_storage() -> Iterator[str]:
+    """Where Tune keeps its experiment state: outside pytest's temporary directory, whose
+    JSON files the session's secret scan reads (Tune's state holds pickles as hex)."""
+    with tempfile.TemporaryDirectory(prefix="expdna-tune-") as storage:
+        yield storage
+
+
 class TestLocalRay:
     def test_start_then_ray_init_then_add_runtime_is_single_node_ray(
         self, local_ray: Launch, tmp_path: Path
@@ -126,6 +135,102 @@ class TestLocalRay:
         assert run.path is not None
         loaded = load_manifest(run.path)
         assert loaded.runtime.mode == "single_node_ray" and loaded.metrics == {"val_loss": 0.5}
+
+    def test_trials_of_a_ray_tune_search_get_one_dna_per_setting(
+        self, local_ray: Launch, tmp_path: Path, tune_storage: str
+    ) -> None:
+        tune = pytest.importorskip("ray.tune", reason="ray[tune] (pandas) is not installed")
+
+        local_ray()
+        out = tmp_path / "manifests"
+
+        def trainable(config: dict[str, Any]) -> None:
+            import dataclasses
+
+            import expdna
+
+            # A dataclass counts as argv's (HfArgumentParser), except in a trial.
+            Settings = dataclasses.make_dataclass("Settings", [("lr", float), ("output_dir", str)])
+            trial = tune.get_context().get_trial_id()
+            settings = Settings(lr=config["lr"], output_dir=str(out / trial))
+            with expdna.track(settings, output_dir=out / trial) as run:
+                weight = 0.0
+                for _ in range(50):
+                    weight -= settings.lr * 2 * (weight - 2.0)
+                run.log_final(loss=(weight - 2.0) ** 2)
+
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"lr": tune.grid_search([0.01, 0.1, 0.1])},
+            # One actor runs every trial, as a search in one process: the same argv and code.
+            tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=1),
+            run_config=tune.RunConfig(storage_path=tune_storage, name="search"),
+        )
+        results = tuner.fit()
+        assert not results.errors
+        manifests = [load_manifest(p) for p in sorted(out.glob("*/manifest_*.json"))]
+        assert len(manifests) == 3
+        assert {m.config.model_dump().get("settings_source") for m in manifests} == {"code"}
+        dnas: dict[float, set[str]] = {}
+        for manifest in manifests:
+            assert manifest.dna is not None and compute_dna(manifest) == manifest.dna
+            dnas.setdefault(manifest.config.resolved_args["lr"], set()).add(manifest.dna.value)
+        assert len(dnas[0.01]) == 1 and len(dnas[0.1]) == 1  # one setting, one DNA
+        assert dnas[0.01] != dnas[0.1]  # two settings, two DNAs
+
+    def test_lightning_hparams_of_a_ray_tune_trial_count(
+        self, local_ray: Launch, tmp_path: Path, tune_storage: str
+    ) -> None:
+        tune = pytest.importorskip("ray.tune", reason="ray[tune] (pandas) is not installed")
+        pytest.importorskip("lightning")
+        local_ray()
+        out = tmp_path / "manifests"
+
+        def trainable(config: dict[str, Any]) -> None:
+            import lightning.pytorch as pl
+            import torch
+
+            from expdna.integrations.lightning import ExpdnaCallback
+
+            class Tiny(pl.LightningModule):
+                def __init__(self, lr: float) -> None:
+                    super().__init__()
+                    self.save_hyperparameters()
+                    self.layer = torch.nn.Linear(2, 1)
+
+                def training_step(self, batch: Any, _: int) -> Any:
+                    x, y = batch
+                    return torch.nn.functional.mse_loss(self.layer(x), y)
+
+                def configure_optimizers(self) -> Any:
+                    return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+            data = torch.utils.data.TensorDataset(torch.ones(4, 2), torch.ones(4, 1))
+            trial = tune.get_context().get_trial_id()
+            trainer = pl.Trainer(
+                max_epochs=1,
+                accelerator="cpu",
+                devices=1,
+                logger=False,
+                enable_checkpointing=False,
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                callbacks=[ExpdnaCallback(output_dir=out / trial)],
+            )
+            trainer.fit(Tiny(config["lr"]), torch.utils.data.DataLoader(data, batch_size=2))
+
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"lr": tune.grid_search([0.01, 0.1])},
+            tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=1),
+            run_config=tune.RunConfig(storage_path=tune_storage, name="pl"),
+        )
+        assert not tuner.fit().errors
+        manifests = [load_manifest(p) for p in sorted(out.glob("*/manifest_*.json"))]
+        assert len(manifests) == 2
+        assert {m.config.model_dump().get("settings_source") for m in manifests} == {"code"}
+        assert {m.config.resolved_args["lr"] for m in manifests} == {0.01, 0.1}
+        assert len({m.dna.value for m in manifests if m.dna is not None}) == 2
 
     # Last in the class: it shuts Ray down.
     def test_ray_shut_down_between_phases_records_local(

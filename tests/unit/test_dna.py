@@ -74,6 +74,43 @@ def test_one_resolved_arg_changes_only_config_before_version_3() -> None:
     assert changed_sections(doc(), b) == set()
 
 
+def _from_code(source: Any = "code", **args: Any) -> dict[str, Any]:
+    d = doc()
+    d["config"] = {**d["config"], "resolved_args": {**d["config"]["resolved_args"], **args}}
+    if source is not None:
+        d["config"]["settings_source"] = source
+    return d
+
+
+def test_settings_handed_over_in_code_count_in_version_3() -> None:
+    # A search loop's dict: argv and code are the same, the settings are not.
+    assert changed_sections(_from_code(lr=0.01), _from_code(lr=0.1)) == {"config"}
+    assert dna(_from_code(lr=0.1)).value == dna(_from_code(lr=0.1)).value
+    # Values only the process knew count too: nothing else holds them.
+    assert changed_sections(_from_code(), _from_code(batch_size=16)) == {"config"}
+    # Per-run values stay out, by version 3's rules (output_dir, report_to).
+    same = _from_code(output_dir="/out/b", report_to="wandb")
+    assert dna(_from_code()).value == dna(same).value
+    assert (
+        dna(_from_code()).value == dna(_from_code(output_dir="/out/b", ckpt_path="/out/b/x")).value
+    )
+
+
+def test_the_settings_marker_is_inside_the_dna() -> None:
+    argv = dna(_from_code(None)).value
+    # Absent, null and "argv" are the argv rule: the resolved args stay out.
+    assert dna(_from_code("argv")).value == argv
+    assert dna(_from_code(None, lr=9.0)).value == argv
+    assert dna(_from_code("argv", lr=9.0)).value == argv
+    # Dropping or editing the marker changes the DNA; any other value counts the settings.
+    assert dna(_from_code()).value != argv
+    assert dna(_from_code("other")).value not in (argv, dna(_from_code()).value)
+    assert dna(_from_code("other", lr=9.0)).value != dna(_from_code("other")).value
+    # Versions 1 and 2 ignore the marker: old DNAs verify as before.
+    for version in (1, 2):
+        assert dna(_from_code(), version).value == dna(_from_code(None), version).value
+
+
 def test_version_3_leaves_the_training_section_out() -> None:
     a = doc(training={"micro_batch_size": 16, "global_batch_size": 32})
     b = doc(training={"micro_batch_size": 16})

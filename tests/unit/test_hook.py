@@ -603,3 +603,70 @@ def test_an_unknown_section_is_logged_and_strict_makes_it_a_warning_to_act_on(
         warnings.simplefilter("error", expdna.IncompleteManifestWarning)
         with pytest.raises(expdna.IncompleteManifestWarning):
             start(_args(), registry=registry(), caller_file=elsewhere, strict=True)
+
+
+def _search(elsewhere: Path, tmp_path: Path, configs: list[dict[str, Any]]) -> list[Any]:
+    """A hyperparameter search in one process: the same argv and code for every trial,
+    each trial's settings handed to the hook in code, a real loop trained in each."""
+    manifests = []
+    for i, config in enumerate(configs):
+        out = tmp_path / f"trial{i}"
+        settings = {**config, "output_dir": str(out)}
+        with expdna.track(settings, output_dir=out, caller_file=elsewhere) as run:
+            weight = 0.0
+            for _ in range(50):  # fit y = 2x by gradient descent at this trial's lr
+                weight -= config["lr"] * 2 * (weight - 2.0)
+            run.log_final(loss=(weight - 2.0) ** 2)
+        assert run.path is not None
+        manifests.append(load_manifest(run.path))
+    return manifests
+
+
+def test_trials_of_a_search_in_one_process_get_one_dna_per_setting(
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["search.py", "--trials", "3"])
+    a, b, c = _search(elsewhere, tmp_path, [{"lr": 0.01}, {"lr": 0.1}, {"lr": 0.1}])
+    assert a.dna is not None and b.dna is not None and c.dna is not None
+    assert a.dna.value != b.dna.value  # two settings, two setups
+    assert b.dna.value == c.dna.value  # the same settings, one setup (output dirs differ)
+    assert a.config.model_dump().get("settings_source") == "code"
+    for manifest in (a, b, c):
+        assert compute_dna(manifest) == manifest.dna  # the written file verifies
+
+
+def test_settings_from_an_argv_parser_keep_the_argv_rule(
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+    import types
+
+    monkeypatch.setattr(sys, "argv", ["train.py"])
+
+    @dataclasses.dataclass
+    class Args:
+        lr: float = 0.1
+
+    def source(args: Any, **kwargs: Any) -> Any:
+        handle = start(args, output_dir=None, caller_file=elsewhere, **kwargs)
+        assert handle is not None and handle.manifest is not None
+        return handle.manifest.config.settings_source
+
+    assert source(_args()) is None
+    assert source(Args()) is None
+    assert source({"lr": 0.1}) == "code"
+    assert source(types.SimpleNamespace(lr=0.1)) == "code"
+    # The caller knows best: a dataclass built in a loop, a dict parsed from argv.
+    assert source(Args(), settings_source="code") == "code"
+    assert source({"lr": 0.1}, settings_source="argv") is None
+    # argv parsed by the hook itself is argv.
+    assert source(None) is None
+
+
+def test_a_bad_settings_source_is_a_warning_and_the_type_decides(
+    elsewhere: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    handle = start({"lr": 0.1}, output_dir=None, caller_file=elsewhere, settings_source="cli")
+    assert handle is not None and handle.manifest is not None
+    assert handle.manifest.config.settings_source == "code"
+    assert any("settings_source='cli'" in w for w in _warnings(caplog))

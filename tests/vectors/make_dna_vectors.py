@@ -781,6 +781,26 @@ CASES: dict[str, dict[str, Any]] = {
             "seeds": {"seed": 0},
         },
     },
+    # A trial of a search in one process: expdna.track({"lr": 0.01, ...}) with the same argv
+    # and code as every other trial. The settings were handed over in code: they count
+    # (per-run values masked as in version 2's resolved_args), with the marker.
+    "v3_settings_from_code": {
+        **BASE_11,
+        "command": {"argv": ["python", "search.py", "--trials", "8"], "entry": "search.py"},
+        "config": {
+            "resolved_args": {
+                "lr": 0.01,
+                "batch_size": 16,
+                "output_dir": "runs/trial3",
+                "ckpt_path": "runs/trial3/last.pt",
+                "report_to": "wandb",
+                "hf_token": "hf_***",
+                "data_path": "/data/train",
+            },
+            "selected_env": {"OMP_NUM_THREADS": "1"},
+            "settings_source": "code",
+        },
+    },
     "v3_process_facts": {
         **BASE_11,
         "environment": {
@@ -862,6 +882,9 @@ ABOUT: dict[str, str] = {
     "leave argv, a config file counts by its seedless_digest.",
     "v3_arguments_in_the_command": "Version 3: resolved_args leave config (their words are in "
     "the command; defaults only the process knows are not) and training projects to {}.",
+    "v3_settings_from_code": "Version 3: settings handed over in code (config.settings_source "
+    "other than absent, null or argv) keep resolved_args in config, per-run values masked, "
+    "and the marker with them.",
     "v3_process_facts": "Version 3: the loaded framework's determinism switches and "
     "hash_randomization leave environment (only the running process reads them).",
 }

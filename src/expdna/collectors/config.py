@@ -154,4 +154,7 @@ def collect_config(ctx: CollectContext) -> dict[str, Any]:
     resolved = dict(ctx.resolved_args) if ctx.resolved_args is not None else parse_args(ctx.argv)
     # A command still to be started (generate): the environment its launcher will give it.
     environ = launched_environ(ctx.argv, ctx.environ) if ctx.probe_interpreter else ctx.environ
-    return {"resolved_args": resolved, "selected_env": select_env(environ)}
+    section: dict[str, Any] = {"resolved_args": resolved, "selected_env": select_env(environ)}
+    if ctx.settings_source is not None and ctx.resolved_args is not None:
+        section["settings_source"] = ctx.settings_source
+    return section

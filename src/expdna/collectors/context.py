@@ -26,6 +26,9 @@ class CollectContext:
     timeout_s: float = 4.0
     #: Arguments the caller already parsed (argparse defaults included); beats parsing argv.
     resolved_args: Mapping[str, Any] | None = None
+    #: Where ``resolved_args`` came from when not from argv (``"code"``): recorded as
+    #: ``config.settings_source``, which puts them in the version-3 DNA.
+    settings_source: str | None = None
     #: Trust the persistent digest cache for data files (False: hash every file again).
     use_cache: bool = True
     #: Called with a ``data.Progress`` while data files are hashed (a CLI renders it).

@@ -15,10 +15,13 @@ exactly when that item's projection changed), except where noted here:
 - ``config.resolved_args``: whether an argument is per-run depends on the output roots (the
   per-run arguments' values) and on ``config_file_args``; both go into every cut. A changed
   per-run argument may move a root, which shows or hides other arguments and command
-  words: it is judged on the whole ``config`` section and the command.
-- ``config.config_files`` and ``config.config_file_args`` name what the command's words
-  and the arguments stand for, and the ``command`` is read as a whole: judged on the whole
-  ``config`` section and the command.
+  words: it is judged on the whole ``config`` section and the command. In version 3 the
+  arguments count only when ``settings_source`` says they were set in code: it goes into
+  every cut of them too.
+- ``config.config_files``, ``config.config_file_args`` and ``config.settings_source`` name
+  what the command's words and the arguments stand for (or whether the arguments count),
+  and the ``command`` is read as a whole: judged on the whole ``config`` section and the
+  command.
 - ``config.dna_ignore`` and ``unknown`` reach every section: judged on the whole document.
 
 - ``environment.framework``: each framework's fields project together (the loaded
@@ -46,7 +49,7 @@ Keys = tuple[Any, ...]
 WithLeaf = Callable[[Any, Keys, Any], Any]
 
 #: Parts of ``config`` whose change is judged against the whole section and the command.
-_WHOLE_CONFIG = frozenset({"config_files", "config_file_args"})
+_WHOLE_CONFIG = frozenset({"config_files", "config_file_args", "settings_source"})
 #: Mappings whose entries are kept whole (their fields project together): a framework's
 #: ``loaded.determinism`` stands in for its own ``determinism``.
 _WHOLE_ENTRIES = frozenset({("environment", "framework")})
@@ -160,8 +163,9 @@ class DnaJudge:
             config.update(part)
             if keys[1] == "resolved_args":
                 config["resolved_args"] = {**self._roots, **part.get("resolved_args", {})}
-                if "config_file_args" in self._config:
-                    config["config_file_args"] = self._config["config_file_args"]
+                for context in ("config_file_args", "settings_source"):
+                    if context in self._config:
+                        config[context] = self._config[context]
             cut["config"] = config
             return cut
         path = keys[1:3] if keys[:2] in _WHOLE_ENTRIES else keys[1:]

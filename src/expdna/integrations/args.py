@@ -20,6 +20,7 @@ import enum
 import json
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence, Set
 from typing import Any
 
@@ -145,3 +146,46 @@ def resolved_args(args: Any) -> dict[str, Any]:
             )
         fields = vars(args)  # argparse.Namespace, SimpleNamespace, a plain config object
     return {str(k): plain(v, 1) for k, v in fields.items()}
+
+
+#: ``config.settings_source`` for settings the program handed over in code.
+FROM_CODE = "code"
+
+
+def _from_argv_parser(args: Any) -> bool:
+    """Whether ``args`` is what an argv parser returns: an ``argparse.Namespace``, an
+    OmegaConf ``DictConfig`` (Hydra composes it from config files and argv overrides, which
+    the DNA covers already) or a dataclass (``HfArgumentParser``, tyro, simple_parsing)."""
+    import argparse
+
+    if isinstance(args, argparse.Namespace) or _is_omegaconf(args):
+        return True
+    return dataclasses.is_dataclass(args) and not isinstance(args, type)
+
+
+def in_tune_trial() -> bool:
+    """Whether this process runs a Ray Tune trial (its settings come from the search).
+
+    Reads the session of a module Tune has already imported in every trial; ray is never
+    imported here, so a process without ray pays nothing.
+    """
+    session_module = sys.modules.get("ray.train._internal.session")
+    get_session = getattr(session_module, "get_session", None)
+    if not callable(get_session):
+        return False
+    try:
+        session = get_session()
+    except Exception:  # another ray than the one read: no trial known
+        return False
+    return session is not None and bool(getattr(session, "trial_id", None))
+
+
+def settings_source(args: Any) -> str | None:
+    """``config.settings_source`` for settings passed to the hook: ``None`` (argv's rule)
+    for what an argv parser returns, ``"code"`` for a mapping, any other object, or
+    anything passed inside a Ray Tune trial."""
+    if args is None:
+        return None
+    if in_tune_trial() or not _from_argv_parser(args):
+        return FROM_CODE
+    return None

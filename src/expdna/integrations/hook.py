@@ -53,6 +53,7 @@ from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations import exits
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
+from expdna.integrations.args import settings_source as guessed_source
 from expdna.integrations.joined import NotJoined, joined_manifest
 from expdna.integrations.launch import this_command
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
@@ -452,6 +453,19 @@ def _hash_checkpoint(target: Path) -> tuple[str, int]:
             cache.close()
 
 
+_SOURCES = ("argv", "code")
+
+
+def _source(args: Any, given: str | None, notes: list[str]) -> str | None:
+    """``config.settings_source`` for ``args``: ``given`` when it is ``"argv"`` or
+    ``"code"``, else the guess from its type (see :func:`start`)."""
+    if given is not None and given not in _SOURCES:
+        notes.append(f"settings_source={given!r} is neither 'argv' nor 'code'; guessing it")
+        given = None
+    source = guessed_source(args) if given is None else given
+    return None if source == "argv" else source
+
+
 def start(
     args: Any = None,
     *,
@@ -468,6 +482,7 @@ def start(
     lineage: LineageArg | None = None,
     strict: bool = False,
     ranks: Mapping[str, int] | None = None,
+    settings_source: str | None = None,
 ) -> RunHandle | None:
     """Collect this run's manifest; call it after parsing arguments and before ``ray.init``.
 
@@ -488,6 +503,12 @@ def start(
     ``ddp_spawn``): ``local_rank``, ``local_world_size``, ``node_rank``, ``node_count``. Never
     raises (unless the caller made that warning an error): returns ``None`` with one
     warning when no manifest can be collected at all.
+
+    Settings ``args`` that an argv parser returned (an ``argparse.Namespace``, a Hydra
+    ``DictConfig``, a dataclass) are in the DNA through the command's words; settings handed
+    over in code (a dict, any other object, anything inside a Ray Tune trial) are not, so
+    the manifest says ``config.settings_source: "code"`` and DNA version 3 counts them.
+    ``settings_source`` (``"argv"`` or ``"code"``) overrides that guess.
     """
     begun = datetime.now(timezone.utc)
     try:
@@ -506,11 +527,14 @@ def start(
             )
             deadline_s = DEFAULT_DEADLINE_S
         resolved = None
+        source = None
         if args is not None:
             try:
                 resolved = resolved_args(args)
             except UnsupportedArgs as exc:
                 notes.append(f"{exc}; recording the arguments parsed from sys.argv")
+            else:
+                source = _source(args, settings_source, notes)
         link = StoreLink.resolve(store, index_url)
         if output_dir is None and not link.configured:
             notes.append("no output_dir and no store: this run's manifest will not be saved")
@@ -526,6 +550,7 @@ def start(
             deadline_s=deadline_s,
             dna_ignore=dna_ignore,
             resolved_args=resolved,
+            settings_source=source,
             output_roots=_output_roots(output_dir, link),
             pinned_stores=lambda: _pinned_stores(link),
         )
@@ -725,6 +750,7 @@ def track(
     caller_file: str | os.PathLike[str] | None = None,
     lineage: LineageArg | None = None,
     strict: bool = False,
+    settings_source: str | None = None,
 ) -> Tracking:
     """Record a single-process run: ``with expdna.track(args, output_dir=...) as run:``.
 
@@ -735,7 +761,7 @@ def track(
     pass through unchanged; the manifest is written with status ``failed`` (the exception's
     type and message, redacted; ``interrupted`` for a ``KeyboardInterrupt``) and the
     metrics set so far recorded.
-    ``lineage`` and ``strict`` are as for :func:`start`.
+    ``lineage``, ``strict`` and ``settings_source`` are as for :func:`start`.
     """
     caller = caller_file if caller_file is not None else _caller_file()
     return Tracking(
@@ -754,5 +780,6 @@ def track(
             caller_file=caller,
             lineage=lineage,
             strict=strict,
+            settings_source=settings_source,
         )
     )

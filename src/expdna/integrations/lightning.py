@@ -17,7 +17,9 @@ the ranks (local rank, devices per node, node rank, nodes) stands in for the lau
 variables ``ddp_spawn`` does not set, so the run's ``runtime`` is the one torchrun gives. At
 ``teardown`` it pins the best checkpoint of the trainer's ``ModelCheckpoint`` (when there
 is one and a store is configured) and finishes with ``trainer.callback_metrics``. The
-manifest goes to ``output_dir``, by default the trainer's ``log_dir``.
+manifest goes to ``output_dir``, by default the trainer's ``log_dir``. Inside a Ray Tune
+trial the module's ``hparams`` come from the search: they are recorded over ``args`` as
+settings set in code (``config.settings_source: "code"``), which count in the DNA.
 
 Every rank runs the callback; the hook makes global rank 0 the only one that collects and
 writes (under DDP the process group is initialised before ``setup``), so the run has one
@@ -33,6 +35,7 @@ import logging
 import os
 from typing import Any
 
+from expdna.integrations.args import in_tune_trial
 from expdna.integrations.frameworks import add_training, main_script, model_fields, plain_metrics
 from expdna.integrations.hook import RunHandle, setup_follows, start
 
@@ -91,6 +94,22 @@ def batch_fields(
     return found
 
 
+def tune_settings(args: Any, hparams: Any) -> dict[str, Any]:
+    """A Ray Tune trial's settings: the module's ``hparams`` over ``args`` (when given)."""
+    from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
+
+    settings: dict[str, Any] = {}
+    if args is not None:
+        try:
+            settings.update(resolved_args(args))
+        except UnsupportedArgs as exc:
+            log.warning("expdna: args= not recorded: %s", exc)
+    values = plain(hparams) if hparams is not None else None
+    if isinstance(values, dict):
+        settings.update(values)
+    return settings
+
+
 def trainer_ranks(trainer: Any) -> dict[str, int]:
     """This process's place in the job as the trainer knows it: under ``ddp_spawn`` no
     launcher variable says how many ranks share a node, so the hook is told."""
@@ -124,6 +143,9 @@ class ExpdnaCallback(Callback):
             output_dir = self.output_dir if self.output_dir is not None else trainer.log_dir
             kwargs = {"caller_file": main_script(), **self.start_kwargs}
             args = kwargs.pop("args", None)
+            if in_tune_trial():  # the search set the module's hparams: they count
+                args = tune_settings(args, getattr(pl_module, "hparams", None))
+                kwargs.setdefault("settings_source", "code")
             kwargs.setdefault("ranks", trainer_ranks(trainer))
             with setup_follows():  # the trainer's settings join the DNA below
                 self.run = start(args, output_dir=output_dir, **kwargs)

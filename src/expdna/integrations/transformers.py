@@ -17,8 +17,11 @@ the batch sizes (``micro_batch_size`` per device, ``global_batch_size`` = per de
 gradient accumulation × world size), ``gradient_accumulation_steps``, ``learning_rate``,
 the seeds (``seed``, ``data_seed``) and the precision flags (``fp16``, ``bf16``, ``tf32``);
 then :meth:`~expdna.RunHandle.add_runtime`. The manifest is written into
-``args.output_dir``. At ``on_save`` it pins the checkpoint's weight files
-(``checkpoint-N/model*.safetensors``, ``pytorch_model*.bin``) when a store is configured;
+``args.output_dir``. The arguments count as the command line's (``generate`` agrees), except
+inside a Ray Tune trial, where they come from the search: there they are recorded as set in
+code (``config.settings_source: "code"``) and count in the DNA. At ``on_save`` it pins the
+checkpoint's weight files (``checkpoint-N/model*.safetensors``, ``pytorch_model*.bin``) when
+a store is configured;
 at ``on_train_end`` it finishes with the last logged value of each metric.
 
 Every process runs the callback; the hook makes global rank 0 (the Trainer's main
@@ -33,6 +36,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from expdna.integrations.args import in_tune_trial
 from expdna.integrations.frameworks import add_training, main_script, model_fields, plain_metrics
 from expdna.integrations.hook import RunHandle, setup_follows, start
 
@@ -107,6 +111,8 @@ class ExpdnaCallback(TrainerCallback):
         try:
             output_dir = self.output_dir if self.output_dir is not None else args.output_dir
             kwargs = {"caller_file": main_script(), "output_dir": output_dir, **self.start_kwargs}
+            # From argv (as generate reads them), unless a Ray Tune trial set them in code.
+            kwargs.setdefault("settings_source", "code" if in_tune_trial() else "argv")
             with setup_follows():  # the trainer's settings join the DNA below
                 self.run = start(merged_args(args, kwargs.pop("args", None)), **kwargs)
             if self.run is not None:

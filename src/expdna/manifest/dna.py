@@ -19,7 +19,9 @@ it): ``config.resolved_args`` leaves the config projection (the argument words a
 command, per-run values masked by the same rules), the ``training`` section projects to
 ``{}`` (it is derived from the arguments), and the facts only the running process reads
 (the loaded framework's determinism switches, ``hash_randomization``) leave the
-environment projection; ``diff`` still names a change of them.
+environment projection; ``diff`` still names a change of them. Settings the program handed
+over in code (``config.settings_source`` other than ``"argv"``) are not in the command, so
+then ``resolved_args`` (per-run values masked as in version 2) and the marker stay in.
 """
 
 from __future__ import annotations
@@ -421,10 +423,15 @@ def _project_config(section: Mapping[str, Any], version: int = DNA_VERSION) -> A
         return text is not None and any((text.rstrip("/") + "/").startswith(root) for root in roots)
 
     projected: dict[str, Any] = {}
-    if version < 3:
+    source = section.get(SETTINGS_SOURCE_KEY) if version >= 3 else None
+    if version < 3 or settings_from_code(source):
         # Version 3 leaves resolved_args out: their words are in the command (with per-run
-        # values masked by the same rules), and only the process knows its defaults.
+        # values masked by the same rules), and only the process knows its defaults. Unless
+        # the settings were handed over in code (a search loop's dict): then argv does not
+        # hold them, and they count, with the marker itself.
         projected["resolved_args"] = {k: v for k, v in args.items() if not per_run(k, v)}
+    if version >= 3 and settings_from_code(source):
+        projected[SETTINGS_SOURCE_KEY] = source
     projected |= {
         "selected_env": {
             k: v
@@ -483,6 +490,21 @@ def per_run_blanked(section: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
         if text is not None and text not in _TOO_BROAD_ROOTS:
             roots.append(text.rstrip("/"))
     return {**section, "resolved_args": {**args, **dict.fromkeys(named)}}, roots
+
+
+#: The config key that says where the recorded settings came from (version 3): absent (or
+#: ``null``, or ``"argv"``) when they were parsed from the command line; ``"code"`` when the
+#: program handed them over in code (``expdna.track({"lr": 0.1})``, a Ray Tune trial).
+SETTINGS_SOURCE_KEY = "settings_source"
+#: The values of ``config.settings_source`` that keep the argv rule.
+SETTINGS_FROM_ARGV = "argv"
+
+
+def settings_from_code(source: Any) -> bool:
+    """Whether ``config.settings_source`` puts ``resolved_args`` in the v3 projection: any
+    value other than absent/``null``/``"argv"`` (so editing the marker to another value
+    cannot take the settings out of the DNA)."""
+    return source is not None and source != SETTINGS_FROM_ARGV
 
 
 def _names_config_file(word: str, files: Sequence[str]) -> bool:

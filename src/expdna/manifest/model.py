@@ -118,6 +118,13 @@ class Config(_Open):
         description="Arguments whose value names a recorded config file (left out of the DNA: "
         "the file's digest stands for them).",
     )
+    settings_source: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description='Where resolved_args came from: absent (or "argv") when parsed from the '
+        'command line; "code" when the program handed them over in code (a dict, a Ray Tune '
+        "trial): then DNA version 3 counts resolved_args and this marker.",
+    )
     hydra: dict[str, Any] | None = Field(
         None,
         exclude_if=lambda value: value is None,
