@@ -134,6 +134,7 @@ def test_accelerate_commands_not_modelled(tmp_path: Path) -> None:
         [*ACCELERATE, "--config_file", "c.yaml", "--multi_gpu", "t.py"],
         [*ACCELERATE, "--use_deepspeed", "--num_processes", "2", "t.py"],
         [*ACCELERATE, "--tpu", "t.py"],
+        [*ACCELERATE, "--cpu", "--mpirun_hostfile", "hosts", "--num_processes", "4", "t.py"],
         [*ACCELERATE, "--multi_gpu", "--cpu", "t.py"],  # accelerate refuses it
     ]
     for argv in unchanged:

@@ -42,10 +42,11 @@ config collector's whitelist keeps ``OMP_NUM_THREADS``, ``KMP_*`` and torchrun's
   count them, so it models the one process of a machine that has fewer;
 - not modelled (the environment is recorded as given): a config file (``--config_file``,
   or accelerate's default one, which is read unless ``--cpu``: its settings decide the
-  launcher), ``--use_deepspeed``, ``--tpu``, and an ``OMP_NUM_THREADS`` that is not a whole
-  number. Also not modelled: ``NCCL_P2P_DISABLE`` / ``NCCL_IB_DISABLE``, which accelerate
-  sets only on several RTX 40 cards with an old driver, and the devices ``--gpu_ids``
-  selects (``CUDA_VISIBLE_DEVICES``, which the DNA leaves out).
+  launcher), ``--use_deepspeed``, ``--tpu``, ``--mpirun_hostfile``, and an
+  ``OMP_NUM_THREADS`` that is not a whole number. Also not modelled: ``NCCL_P2P_DISABLE`` /
+  ``NCCL_IB_DISABLE``, which accelerate sets only on several RTX 40 cards with an old
+  driver, and the devices ``--gpu_ids`` selects (``CUDA_VISIBLE_DEVICES``, which the DNA
+  leaves out).
 
 Pure but for two reads: whether accelerate's default config file exists, and the physical
 core count (above). No process is started.
@@ -201,6 +202,8 @@ def _accelerate(words: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan 
         not cpu and os.path.isfile(default_accelerate_config(environ))
     ):
         return None  # the file's settings decide the launcher
+    if launcher_option(words, "--mpirun-hostfile") is not None:
+        return None  # mpirun starts the processes
     kinds = ("--multi-gpu", "--tpu", "--use-deepspeed", "--use-fsdp", "--use-megatron-lm")
     chosen = {kind for kind in kinds if _flag(words, kind)}
     if len(chosen) + cpu > 1 or (not cpu and chosen & {"--tpu", "--use-deepspeed"}):
