@@ -176,7 +176,8 @@ def generate(
     ``output`` may be a file path or an existing directory (the default file name goes
     inside it); by default ``./manifest_<run_id>.json``. The command in ``argv`` runs in
     another process: an interpreter it names is asked for its own environment, and a
-    ``torchrun`` it names gives the environment and one-node layout its ranks will have
+    launcher it names (``torchrun``, ``accelerate launch``) gives the environment and one-node
+    layout its ranks will have
     (:mod:`expdna.collectors.launched`).
     ``pinned_stores``: store directories whose pinned checkpoints are not code.
     """
@@ -198,7 +199,7 @@ def generate(
         probe_interpreter=True,
         pinned_stores=pinned_stores,
     )
-    # A one-node torchrun job: the node entry the hook in rank 0 will record.
+    # A one-node torchrun (or accelerate) job: the node entry the hook in rank 0 will record.
     from expdna.integrations.topology import with_planned_nodes
 
     manifest = with_planned_nodes(manifest, deadline_s=deadline_s)

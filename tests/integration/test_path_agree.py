@@ -57,6 +57,28 @@ with expdna.track(args, output_dir=args.output_dir) as run:
 dist.destroy_process_group()
 '''
 
+#: The same training in one process, as ``accelerate launch --cpu`` starts it (no group).
+ONE_PROCESS = '''"""One process on CPU: the hook records it; no process group."""
+import argparse
+
+import torch
+from torch import nn
+
+import expdna
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, default=0.05)
+parser.add_argument("--output-dir", required=True)
+args = parser.parse_args()
+with expdna.track(args, output_dir=args.output_dir) as run:
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1)
+    loss = model(torch.randn(16, 4)).pow(2).mean()
+    loss.backward()
+    torch.optim.SGD(model.parameters(), lr=args.lr).step()
+    run.log_final(loss=loss.item())
+'''
+
 #: A Hugging Face Trainer script that loads a local model directory.
 HF_LOCAL = '''"""A local tiny BERT, one Trainer step, recorded by ExpdnaCallback."""
 import argparse
@@ -127,6 +149,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     git(repo, "init", "-q")
     (repo / "train.py").write_text(DDP)
     (repo / "hf_local.py").write_text(HF_LOCAL)
+    (repo / "one_process.py").write_text(ONE_PROCESS)
     for name in ("lightning_tiny.py", "hf_trainer_tiny.py"):
         shutil.copy(EXAMPLES / name, repo / name)
     git(repo, "add", ".")
@@ -218,6 +241,57 @@ def test_torchrun_generate_hook_and_run_agree(project: dict[str, Any]) -> None:
     finally:
         git(project["repo"], "checkout", "--", "train.py")
     assert _differing(generated, edited) == ["code"]
+
+
+def _accelerate(out: Path, *args: str, mode: tuple[str, ...] = ()) -> list[str]:
+    script = "train.py" if "--multi_gpu" in mode else "one_process.py"
+    return ["accelerate", "launch", *mode, script, *args, "--output-dir", str(out)]
+
+
+#: ``accelerate launch`` starting torchrun in-process (``--multi_gpu``, CPU here), one
+#: process under its simple launcher (``--cpu``: OMP_NUM_THREADS from the physical cores
+#: and KMP_*), and ``--num_processes 2`` alone, which on a machine without two accelerators
+#: also starts one process.
+ACCELERATE_MODES = {
+    "multi_gpu": ("--multi_gpu", "--num_processes", "2"),
+    "cpu": ("--cpu",),
+    "num_processes": ("--num_processes", "2"),
+}
+
+
+@pytest.mark.parametrize("name", list(ACCELERATE_MODES))
+def test_accelerate_generate_hook_and_run_agree(project: dict[str, Any], name: str) -> None:
+    tmp, mode = project["tmp"], ACCELERATE_MODES[name]
+    gen = _generated(_accelerate(tmp / f"a-{name}-g", "--lr", "0.2", mode=mode), project, name)
+    out = tmp / f"a-{name}-hook"
+    hooked = _hooked(_accelerate(out, "--lr", "0.2", mode=mode), project, out)
+    around = tmp / f"a-{name}-run"
+    _run([EXPDNA, "run", "--output-dir", str(around), "--",
+          *_accelerate(tmp / f"a-{name}-r", "--lr", "0.2", mode=mode)], project)  # fmt: skip
+    assert _differing(gen, hooked) == [] and _dna(gen) == _dna(hooked)
+    assert _dna(_manifest(around)) == _dna(gen)
+    # accelerate sets these for its children; generate records what they will see.
+    assert gen["config"]["selected_env"] == hooked["config"]["selected_env"]
+    assert "OMP_NUM_THREADS" in gen["config"]["selected_env"]
+    assert gen["runtime"]["mode"] == hooked["runtime"]["mode"]
+    if name == "multi_gpu":
+        assert hooked["runtime"]["torch_distributed"]["world_size"] == 2
+        assert (
+            gen["runtime"]["nodes"][0]["fingerprint"]
+            == (hooked["runtime"]["nodes"][0]["fingerprint"])
+        )
+    else:
+        assert hooked["config"]["selected_env"].get("KMP_BLOCKTIME") == (
+            "1" if name == "cpu" else None
+        )
+    # A real change is still another DNA, on both paths.
+    other = _generated(_accelerate(tmp / "x", "--lr", "0.3", mode=mode), project, f"{name}-lr")
+    assert _differing(gen, other) == ["config"]
+    if name == "multi_gpu":
+        out = tmp / f"a-{name}-lr"
+        assert _dna(_hooked(_accelerate(out, "--lr", "0.3", mode=mode), project, out)) == (
+            _dna(other)
+        )
 
 
 def test_lightning_callback_agrees_with_generate(project: dict[str, Any]) -> None:

@@ -1,31 +1,42 @@
-"""What generate models of a torchrun command: the environment and layout its ranks get.
+"""What generate models of a launcher's command: the environment and layout its ranks get.
 
 The rules follow torch 2.13's torch/distributed/run.py (OMP_NUM_THREADS) and its local
-elastic agent (TORCH_NCCL_ASYNC_ERROR_HANDLING, the layout variables); the real torchrun
-is compared with generate in tests/integration/test_path_agree.py.
+elastic agent (TORCH_NCCL_ASYNC_ERROR_HANDLING, the layout variables), and accelerate
+1.16's launch command (accelerate/commands/launch.py, accelerate/utils/launch.py); the
+real torchrun and accelerate are compared with generate in
+tests/integration/test_path_agree.py.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from expdna.collectors.config import collect_config
+import psutil
+
+from expdna.collectors.config import collect_config, select_env
 from expdna.collectors.context import CollectContext
-from expdna.collectors.launched import launched_environ, torchrun_plan
+from expdna.collectors.launched import (
+    LAUNCHERS,
+    default_accelerate_config,
+    launch_plan,
+    launched_environ,
+)
 from expdna.collectors.runtime import collect_runtime
+from expdna.manifest.dna import is_per_allocation_env
 
 TWO = ["torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", "0.2"]
 
 
 def test_plan_reads_the_launchers_options() -> None:
-    assert torchrun_plan(TWO) is not None
-    assert torchrun_plan(["python", "train.py"]) is None
-    assert torchrun_plan(["accelerate", "launch", "train.py"]) is None
-    plan = torchrun_plan(["python", "-m", "torch.distributed.run", "--nproc_per_node=4", "t.py"])
+    assert set(LAUNCHERS) == {"torchrun", "accelerate"}
+    assert launch_plan(TWO, {}) is not None
+    assert launch_plan(["python", "train.py"], {}) is None
+    assert launch_plan(["deepspeed", "--num_gpus", "2", "train.py"], {}) is None
+    plan = launch_plan(["python", "-m", "torch.distributed.run", "--nproc_per_node=4", "t.py"], {})
     assert plan is not None and (plan.nproc_per_node, plan.one_node) == (4, True)
-    plan = torchrun_plan(["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "t.py"])
+    plan = launch_plan(["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "t.py"], {})
     assert plan is not None and (plan.nproc_per_node, plan.one_node) == (8, False)
-    plan = torchrun_plan(["torchrun", "--nproc-per-node", "gpu", "t.py"])
+    plan = launch_plan(["torchrun", "--nproc-per-node", "gpu", "t.py"], {})
     assert plan is not None and plan.nproc_per_node is None
 
 
@@ -57,3 +68,108 @@ def test_generate_records_what_the_ranks_will_see(tmp_path: Path) -> None:
     inside = CollectContext(argv=tuple(TWO), cwd=tmp_path, environ={})
     assert collect_config(inside)["selected_env"] == {}
     assert collect_runtime(inside)["mode"] == "local"
+
+
+ACCELERATE = ["accelerate", "launch"]
+MULTI = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "train.py", "--lr", "0.1"]
+#: What the whitelist keeps of what accelerate sets (ACCELERATE_*, MASTER_* are not kept).
+KEPT = ("OMP_NUM_THREADS", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "KMP_AFFINITY", "KMP_BLOCKTIME")
+
+
+def _set(argv: list[str], environ: dict[str, str]) -> dict[str, str]:
+    """What the model adds to ``environ`` for ``argv``, of the whitelisted variables."""
+    seen = launched_environ(argv, environ)
+    return {k: v for k, v in seen.items() if k in KEPT and environ.get(k) != v}
+
+
+def test_accelerate_multi_gpu_gives_what_torchrun_gives(tmp_path: Path) -> None:
+    env = {"HF_HOME": str(tmp_path)}  # no accelerate config file
+    seen = launched_environ(MULTI, env)
+    assert _set(MULTI, env) == {"OMP_NUM_THREADS": "1", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}
+    assert (seen["RANK"], seen["WORLD_SIZE"], seen["LOCAL_WORLD_SIZE"]) == ("0", "2", "2")
+    # --use_fsdp and --use_megatron_lm start torchrun as well; dashes and "=" are read alike.
+    fsdp = [*ACCELERATE, "--use-fsdp", "--num-processes=4", "t.py"]
+    assert launched_environ(fsdp, env)["WORLD_SIZE"] == "4"
+    # The launcher's own values, or --num_cpu_threads_per_process, pass through.
+    own = {**env, "OMP_NUM_THREADS": "4", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}
+    assert {k: launched_environ(MULTI, own)[k] for k in KEPT[:2]} == {
+        "OMP_NUM_THREADS": "4",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3",
+    }
+    threads = [*ACCELERATE, "--multi_gpu", "--num_cpu_threads_per_process", "3", "t.py"]
+    assert launched_environ(threads, own)["OMP_NUM_THREADS"] == "3"
+    # Counted at start (no --num_processes), or several machines: no layout.
+    assert "WORLD_SIZE" not in launched_environ(threads, env)
+    nodes = [*ACCELERATE, "--multi_gpu", "--num_processes", "8", "--num_machines", "2", "t.py"]
+    many = launched_environ(nodes, env)
+    assert "WORLD_SIZE" not in many and many["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1"
+    plan = launch_plan(nodes, env)
+    assert plan is not None and (plan.nproc_per_node, plan.one_node) == (4, False)
+
+
+def test_accelerate_on_cpu_starts_one_process(tmp_path: Path) -> None:
+    env = {"HF_HOME": str(tmp_path)}
+    cores = psutil.cpu_count(logical=False)
+
+    def per_process(local: int) -> str:
+        return str(int(cores / local)) if int(cores / local) > 1 else "1"
+
+    kmp = {"KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCKTIME": "1"}
+    cpu = [*ACCELERATE, "--cpu", "train.py"]
+    assert _set(cpu, env) == {"OMP_NUM_THREADS": per_process(1), **kmp}
+    two = [*ACCELERATE, "--cpu", "--num_processes", "2", "train.py"]
+    assert _set(two, env) == {"OMP_NUM_THREADS": per_process(2), **kmp}
+    mpi = {**env, "MPI_LOCALNRANKS": "4"}
+    assert launched_environ(cpu, mpi)["OMP_NUM_THREADS"] == per_process(4)
+    assert launched_environ(cpu, {**env, "OMP_NUM_THREADS": "3"})["OMP_NUM_THREADS"] == "3"
+    # Neither --cpu nor --multi_gpu: one process (on a machine without several devices).
+    plain = [*ACCELERATE, "--num_processes", "2", "train.py"]
+    assert _set(plain, env) == {"OMP_NUM_THREADS": "1"}
+    assert "RANK" not in launched_environ(cpu, env)
+
+
+def test_accelerate_commands_not_modelled(tmp_path: Path) -> None:
+    env = {"HF_HOME": str(tmp_path)}
+    unchanged = [
+        [*ACCELERATE, "--config_file", "c.yaml", "--multi_gpu", "t.py"],
+        [*ACCELERATE, "--use_deepspeed", "--num_processes", "2", "t.py"],
+        [*ACCELERATE, "--tpu", "t.py"],
+        [*ACCELERATE, "--cpu", "--mpirun_hostfile", "hosts", "--num_processes", "4", "t.py"],
+        [*ACCELERATE, "--multi_gpu", "--cpu", "t.py"],  # accelerate refuses it
+    ]
+    for argv in unchanged:
+        assert launched_environ(argv, env) == env, argv
+    assert launched_environ(MULTI, {**env, "OMP_NUM_THREADS": "two"}) == {
+        **env,
+        "OMP_NUM_THREADS": "two",
+    }
+    # accelerate's default config file decides the launcher, unless --cpu.
+    config = Path(default_accelerate_config(env))
+    config.parent.mkdir(parents=True)
+    config.write_text("distributed_type: MULTI_GPU\n")
+    assert launched_environ(MULTI, env) == env
+    assert "KMP_BLOCKTIME" in launched_environ([*ACCELERATE, "--cpu", "t.py"], env)
+
+
+def test_per_allocation_values_stay_out(tmp_path: Path) -> None:
+    env = {"HF_HOME": str(tmp_path), "MASTER_PORT": "29501"}
+    argv = [*MULTI[:2], "--main_process_port", "29501", *MULTI[2:]]
+    kept = select_env(launched_environ(argv, env))
+    assert not [k for k in kept if k.startswith(("MASTER_", "ACCELERATE_"))]
+    assert is_per_allocation_env("MASTER_PORT") and is_per_allocation_env("MASTER_ADDR")
+
+
+def test_generate_records_what_accelerate_ranks_will_see(tmp_path: Path) -> None:
+    env = {"HF_HOME": str(tmp_path)}
+    ctx = CollectContext(argv=tuple(MULTI), cwd=tmp_path, environ=env, probe_interpreter=True)
+    assert {k: v for k, v in collect_config(ctx)["selected_env"].items() if k in KEPT} == {
+        "OMP_NUM_THREADS": "1",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+    }
+    runtime = collect_runtime(ctx)
+    assert runtime["mode"] == "torch_distributed" and runtime["node_count"] == 1
+    assert runtime["torch_distributed"]["world_size"] == 2
+    cpu = CollectContext(
+        argv=(*ACCELERATE, "--cpu", "t.py"), cwd=tmp_path, environ=env, probe_interpreter=True
+    )
+    assert collect_runtime(cpu)["mode"] == "local"

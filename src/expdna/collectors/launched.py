@@ -1,10 +1,14 @@
-"""What ``torchrun`` gives the processes it starts, as ``generate`` models it before the run.
+"""What a launcher gives the processes it starts, as ``generate`` models it before the run.
 
 ``expdna generate -- torchrun --standalone --nproc-per-node 2 train.py`` runs in the shell,
-before torchrun; the hook inside ``train.py`` runs in one of the ranks torchrun starts. For
+before the launcher; the hook inside ``train.py`` runs in one of the ranks it starts. For
 both to record one setup alike, ``generate`` records the environment and the layout rank 0
-will have, as torch's own launcher sets them (``torch/distributed/run.py`` and the local
-elastic agent, ``torch/distributed/elastic/agent/server/local_elastic_agent.py``):
+will have, as the launcher sets them. Each launcher has its model in :data:`LAUNCHERS`
+(keyed by :attr:`~expdna.manifest.command_line.CommandShape.launcher`); a command with no
+model there (``deepspeed``, no launcher) is recorded with the environment it is given.
+
+``torchrun`` (torch 2.13: ``torch/distributed/run.py`` and the local elastic agent,
+``torch/distributed/elastic/agent/server/local_elastic_agent.py``):
 
 - ``TORCH_NCCL_ASYNC_ERROR_HANDLING``: every worker gets it, the launcher's own value when
   it has one, else ``1``;
@@ -17,20 +21,57 @@ elastic agent, ``torch/distributed/elastic/agent/server/local_elastic_agent.py``
   ``torch_distributed`` layout the hook there records. Several nodes are not modelled (each
   agent's rendezvous decides the layout).
 
-Pure: no process is started and nothing is read but the words and the environment given.
+``accelerate launch`` (accelerate 1.16: ``accelerate/commands/launch.py``
+``_validate_launch_command`` and ``launch_command``, ``accelerate/utils/launch.py``
+``prepare_multi_gpu_env`` and ``prepare_simple_launcher_cmd_env``). Of what it sets, the
+config collector's whitelist keeps ``OMP_NUM_THREADS``, ``KMP_*`` and torchrun's
+``TORCH_NCCL_ASYNC_ERROR_HANDLING``; ``ACCELERATE_*``, ``FSDP_*`` and ``MASTER_ADDR`` /
+``MASTER_PORT`` are not collected (and the DNA leaves ``*_PORT`` and ``*_ADDR`` out anyway):
+
+- ``OMP_NUM_THREADS``: always set, to ``--num_cpu_threads_per_process``, else the launcher's
+  own value, else ``1``; with ``--cpu`` and none set, to the physical cores per process on
+  this node when that is more than one (the cores as ``psutil`` counts them: generate runs
+  on the node it models; without ``psutil`` this one case is not modelled);
+- ``--multi_gpu`` (also ``--use_fsdp``, ``--use_megatron_lm``) without ``--cpu``: accelerate
+  runs torchrun in its own process with ``--nproc_per_node`` = ``--num_processes`` /
+  ``--num_machines``, so its workers get what torchrun's do (the layout of one node
+  included; ``OMP_NUM_THREADS`` is already set, so torchrun's rule for it never applies);
+- otherwise one process (the simple launcher), with ``KMP_AFFINITY`` and ``KMP_BLOCKTIME``
+  under ``--cpu`` and no ``torch.distributed`` layout. Without ``--multi_gpu`` or ``--cpu``
+  accelerate itself starts torchrun when it counts several accelerators; generate does not
+  count them, so it models the one process of a machine that has fewer;
+- not modelled (the environment is recorded as given): a config file (``--config_file``,
+  or accelerate's default one, which is read unless ``--cpu``: its settings decide the
+  launcher), ``--use_deepspeed``, ``--tpu``, ``--mpirun_hostfile``, and an
+  ``OMP_NUM_THREADS`` that is not a whole number. Also not modelled: ``NCCL_P2P_DISABLE`` /
+  ``NCCL_IB_DISABLE``, which accelerate sets only on several RTX 40 cards with an old
+  driver, and the devices ``--gpu_ids`` selects (``CUDA_VISIBLE_DEVICES``, which the DNA
+  leaves out).
+
+Pure but for two reads: whether accelerate's default config file exists, and the physical
+core count (above). No process is started.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import importlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from expdna.manifest.command_line import parse_command
+
+_log = logging.getLogger(__name__)
 
 #: The variable torch's elastic agent gives every worker, and its default.
 NCCL_ASYNC = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
 #: What torchrun sets ``OMP_NUM_THREADS`` to when it is unset and a node runs several ranks.
 OMP_THREADS = ("OMP_NUM_THREADS", "1")
+#: What accelerate's simple launcher adds under ``--cpu`` (``prepare_simple_launcher_cmd_env``).
+ACCELERATE_CPU_ENV = {"KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCKTIME": "1"}
+#: The MPI variables accelerate reads for the processes per node under ``--cpu``.
+_MPI_LOCAL_SIZE = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
 #: ``--nnodes`` values that mean one node.
 _ONE_NODE = frozenset({"1", "1:1"})
 
@@ -46,48 +87,165 @@ def launcher_option(words: Sequence[str], *names: str) -> str | None:
     return found
 
 
+def _flag(words: Sequence[str], name: str) -> bool:
+    return any(word.replace("_", "-") == name for word in words)
+
+
+def _count(value: str | None) -> int | None:
+    """``value`` as a whole number of zero or more, else None."""
+    text = (value or "").strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 @dataclass(frozen=True)
-class TorchrunPlan:
-    """What a ``torchrun`` command line says of the job it starts."""
+class LaunchPlan:
+    """What a launcher's command line says of the processes it starts."""
 
-    #: Processes per node, or None when torchrun counts them at start (``gpu``, ``auto``).
-    nproc_per_node: int | None
-    #: Whether the job runs on this one node.
-    one_node: bool
+    #: The variables it sets for them (over its own environment), layout aside.
+    environment: Mapping[str, str] = field(default_factory=dict)
+    #: Processes per node, or None when the launcher counts them at start (``gpu``, ``auto``).
+    nproc_per_node: int | None = None
+    #: Whether they form a ``torch.distributed`` job on this one node (its layout is known).
+    one_node: bool = False
+
+    def rank_zero_environ(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """``environ`` as rank 0 will see it."""
+        added = dict(self.environment)
+        if self.one_node and self.nproc_per_node is not None:
+            count = str(self.nproc_per_node)
+            added.update(
+                RANK="0",
+                LOCAL_RANK="0",
+                GROUP_RANK="0",
+                WORLD_SIZE=count,
+                LOCAL_WORLD_SIZE=count,
+                GROUP_WORLD_SIZE="1",
+            )
+        return {**environ, **added}
 
 
-def torchrun_plan(argv: Sequence[str]) -> TorchrunPlan | None:
-    """The plan of a ``torchrun`` (or ``python -m torch.distributed.run|launch``) command;
-    None for any other command."""
-    shape = parse_command(list(argv))
-    if shape.launcher != "torchrun":
-        return None
-    words = shape.launcher_args
+def _torch_workers(
+    environ: Mapping[str, str], count: int | None, one_node: bool, omp_set: bool
+) -> LaunchPlan:
+    """What torchrun's agent gives its workers; ``omp_set``: whether ``OMP_NUM_THREADS`` is
+    set in torchrun's own process (torchrun sets it to 1 only when unset and several ranks
+    run per node)."""
+    name, default = NCCL_ASYNC
+    added = {name: environ.get(name, default)}
+    if not omp_set and count is not None and count > 1:
+        added[OMP_THREADS[0]] = OMP_THREADS[1]
+    return LaunchPlan(environment=added, nproc_per_node=count, one_node=one_node)
+
+
+def _torchrun(words: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan:
     nproc = launcher_option(words, "--nproc-per-node") or "1"
     nnodes = launcher_option(words, "--nnodes") or "1:1"
-    standalone = any(word.replace("_", "-") == "--standalone" for word in words)
-    count = int(nproc) if nproc.isascii() and nproc.isdigit() and int(nproc) > 0 else None
-    return TorchrunPlan(nproc_per_node=count, one_node=standalone or nnodes.strip() in _ONE_NODE)
+    count = _count(nproc)
+    one_node = _flag(words, "--standalone") or nnodes.strip() in _ONE_NODE
+    return _torch_workers(environ, count or None, one_node, OMP_THREADS[0] in environ)
+
+
+def _int_from_env(environ: Mapping[str, str], names: Sequence[str]) -> int | None:
+    """accelerate's ``get_int_from_env``: the first of ``names`` set to a number >= 0."""
+    for name in names:
+        value = int(environ.get(name, -1))  # accelerate fails on a non-number as well
+        if value >= 0:
+            return value
+    return None
+
+
+def _physical_cores() -> int | None:
+    try:  # accelerate's own dependency, not expdna's
+        psutil = importlib.import_module("psutil")
+    except ImportError:
+        return None
+    cores = psutil.cpu_count(logical=False)
+    return int(cores) if cores else None
+
+
+def default_accelerate_config(environ: Mapping[str, str]) -> str:
+    """Where ``accelerate`` looks for its default config file (``config_args.py``)."""
+    home = environ.get("HF_HOME") or os.path.join(
+        environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface"
+    )
+    return os.path.join(os.path.expanduser(home), "accelerate", "default_config.yaml")
+
+
+def _accelerate_threads(
+    words: Sequence[str], environ: Mapping[str, str], cpu: bool, processes: int | None
+) -> int | None:
+    """``OMP_NUM_THREADS`` as ``accelerate launch`` sets it (``_validate_launch_command``);
+    None where not modelled. Raises ValueError where accelerate would fail on a variable."""
+    given = _count(launcher_option(words, "--num-cpu-threads-per-process"))
+    if given is not None:
+        return given
+    own = _int_from_env(environ, (OMP_THREADS[0],))
+    threads = 1 if own is None else own
+    # --cpu: the device count is 0, so --num_processes defaults to 1.
+    processes = 1 if processes is None else processes
+    if cpu and processes >= 1 and not own:
+        machines = _count(launcher_option(words, "--num-machines")) or 1
+        local = _int_from_env(environ, _MPI_LOCAL_SIZE)
+        local = local if local is not None else max(int(processes / machines), 1)
+        cores = _physical_cores()
+        if cores is None:
+            _log.debug("no psutil: OMP_NUM_THREADS of accelerate launch --cpu not modelled")
+            return None
+        if local and int(cores / local) > 1:
+            threads = int(cores / local)
+    return threads
+
+
+def _accelerate(words: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan | None:
+    cpu = _flag(words, "--cpu")
+    if launcher_option(words, "--config-file") is not None or (
+        not cpu and os.path.isfile(default_accelerate_config(environ))
+    ):
+        return None  # the file's settings decide the launcher
+    if launcher_option(words, "--mpirun-hostfile") is not None:
+        return None  # mpirun starts the processes
+    kinds = ("--multi-gpu", "--tpu", "--use-deepspeed", "--use-fsdp", "--use-megatron-lm")
+    chosen = {kind for kind in kinds if _flag(words, kind)}
+    if len(chosen) + cpu > 1 or (not cpu and chosen & {"--tpu", "--use-deepspeed"}):
+        return None  # refused by accelerate, or a launcher not modelled
+    processes = _count(launcher_option(words, "--num-processes"))
+    machines = _count(launcher_option(words, "--num-machines")) or 1
+    try:
+        threads = _accelerate_threads(words, environ, cpu, processes)
+    except ValueError:
+        return None
+    environment = {} if threads is None else {OMP_THREADS[0]: str(threads)}
+    if chosen and not cpu:
+        # torchrun in accelerate's process, OMP_NUM_THREADS set: what torchrun's workers get.
+        per_node = None if processes is None else processes // machines
+        workers = _torch_workers(environ, per_node or None, machines == 1, omp_set=True)
+        return LaunchPlan(
+            {**environment, **workers.environment}, workers.nproc_per_node, workers.one_node
+        )
+    if cpu:
+        environment.update(ACCELERATE_CPU_ENV)
+    return LaunchPlan(environment)
+
+
+#: Launcher (as :func:`~expdna.manifest.command_line.parse_command` names it) -> its model:
+#: the plan of its option words under the environment it is started with, or None when the
+#: command's words do not say enough.
+LAUNCHERS: Mapping[str, Callable[[Sequence[str], Mapping[str, str]], LaunchPlan | None]] = {
+    "torchrun": _torchrun,
+    "accelerate": _accelerate,
+}
+
+
+def launch_plan(argv: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan | None:
+    """The plan of ``argv``'s launcher started with ``environ``; None for a command no
+    model covers."""
+    shape = parse_command(list(argv))
+    model = LAUNCHERS.get(shape.launcher or "")
+    return None if model is None else model(shape.launcher_args, environ)
 
 
 def launched_environ(argv: Sequence[str], environ: Mapping[str, str]) -> Mapping[str, str]:
-    """``environ`` as rank 0 of ``argv``'s torchrun job will see it (see the module doc);
+    """``environ`` as rank 0 of the job ``argv`` launches will see it (see the module doc);
     ``environ`` itself for any other command."""
-    plan = torchrun_plan(argv)
-    if plan is None:
-        return environ
-    name, default = NCCL_ASYNC
-    added = {name: environ.get(name, default)}
-    count = plan.nproc_per_node
-    if OMP_THREADS[0] not in environ and count is not None and count > 1:
-        added[OMP_THREADS[0]] = OMP_THREADS[1]
-    if plan.one_node and count is not None:
-        added.update(
-            RANK="0",
-            LOCAL_RANK="0",
-            GROUP_RANK="0",
-            WORLD_SIZE=str(count),
-            LOCAL_WORLD_SIZE=str(count),
-            GROUP_WORLD_SIZE="1",
-        )
-    return {**environ, **added}
+    plan = launch_plan(argv, environ)
+    return environ if plan is None else plan.rank_zero_environ(environ)

@@ -21,8 +21,9 @@ two or more ranks) is recorded as ``torch_distributed`` (:mod:`expdna.collectors
 outside Ray and Slurm it names the mode ``torch_distributed`` with its node count. The hook
 adds one node entry per node with its hardware fingerprint
 (:mod:`expdna.integrations.torch_nodes`). For a command still to be started (``generate``),
-the layout is the one its one-node ``torchrun`` will give rank 0
-(:mod:`expdna.collectors.launched`), and ``generate`` adds the node entry the hook would.
+the layout is the one its one-node launcher (``torchrun``, ``accelerate launch --multi_gpu``)
+will give rank 0 (:mod:`expdna.collectors.launched`), and ``generate`` adds the node entry
+the hook would.
 """
 
 from __future__ import annotations
