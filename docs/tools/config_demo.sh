@@ -32,7 +32,7 @@ block cfg-moved;    run "expdna generate -o ../cfg-moved.json -- ${NANO%% --conf
 sed -i 's/lr: 0.0003/lr: 0.0006/; s/hf_Zx8Lq2Vb7Nc4Mk1Pw9Rt5Ys3Dh6Gf0Ja2/hf_Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4/' "$DEMO/shared/exp.yaml"
 block cfg-edited;   run "expdna generate --record -o ../cfg-b.json -- $NANO > /dev/null && expdna diff ../cfg-a.json ../cfg-b.json"
 block cfg-find;     run "expdna find --where config.config_values.exp.yaml.optimizer.lr=0.0006"
-block cfg-export;   run "expdna export --parquet ../cfg.parquet --column config.config_values.exp.yaml.optimizer.lr && python -c \"import pyarrow.parquet as pq; [print(r) for r in pq.read_table('../cfg.parquet', columns=['run_id', 'config.config_values.exp.yaml.optimizer.lr']).to_pylist()]\""
+block cfg-export;   run "expdna export --parquet ../cfg.parquet --column config.config_values.exp.yaml.optimizer.lr && python -c \"import pyarrow.parquet as pq; rows = pq.read_table('../cfg.parquet', columns=['run_id', 'config.config_values.exp.yaml.optimizer.lr']).to_pylist(); [print(r) for r in sorted(rows, key=lambda r: str(list(r.values())[1]))]\""
 mkfifo "$DEMO/shared/held.yaml"
 block cfg-unknown;  run "expdna generate -o ../cfg-c.json -- python train.py --config ../shared/held.yaml; python ../show_manifest.py ../cfg-c.json unknown"
 rm -f "$DEMO/shared/held.yaml"
