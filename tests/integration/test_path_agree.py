@@ -259,6 +259,20 @@ def test_torchrun_generate_hook_and_run_agree(project: dict[str, Any]) -> None:
     assert _differing(generated, edited) == ["code"]
 
 
+def test_torchrun_counting_the_cpus_agrees(project: dict[str, Any]) -> None:
+    """``--nproc-per-node cpu``: torchrun counts the CPUs this process may run on when it
+    starts; generate, run just before it from the same shell, counts the same ones."""
+    tmp = project["tmp"]
+    command = ["torchrun", "--standalone", "--nproc-per-node", "cpu", "train.py"]
+    generated = _generated([*command, "--output-dir", str(tmp / "cpu-gen")], project, "cpu")
+    hooked = _hooked([*command, "--output-dir", str(tmp / "cpu")], project, tmp / "cpu")
+    assert _differing(generated, hooked) == [] and _dna(generated) == _dna(hooked)
+    assert generated["config"]["selected_env"] == hooked["config"]["selected_env"]
+    layout = generated["runtime"]["torch_distributed"]
+    assert layout["world_size"] == hooked["runtime"]["torch_distributed"]["world_size"]
+    assert layout["world_size"] == len(os.sched_getaffinity(0))
+
+
 def _accelerate(out: Path, *args: str, mode: tuple[str, ...] = ()) -> list[str]:
     script = "train.py" if "--multi_gpu" in mode else "one_process.py"
     return ["accelerate", "launch", *mode, script, *args, "--output-dir", str(out)]

@@ -9,6 +9,7 @@ tests/integration/test_path_agree.py.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psutil
@@ -38,6 +39,8 @@ def test_plan_reads_the_launchers_options() -> None:
     assert plan is not None and (plan.nproc_per_node, plan.one_node) == (8, False)
     plan = launch_plan(["torchrun", "--nproc-per-node", "gpu", "t.py"], {})
     assert plan is not None and plan.nproc_per_node is None
+    plan = launch_plan(["torchrun", "--nproc-per-node", "cpu", "t.py"], {})
+    assert plan is not None and plan.nproc_per_node == len(os.sched_getaffinity(0))
 
 
 def test_environment_of_the_ranks() -> None:

@@ -13,8 +13,10 @@ model there (``deepspeed``, no launcher) is recorded with the environment it is 
 - ``TORCH_NCCL_ASYNC_ERROR_HANDLING``: every worker gets it, the launcher's own value when
   it has one, else ``1``;
 - ``OMP_NUM_THREADS=1`` when the launcher's environment has none and more than one process
-  runs per node (``--nproc-per-node`` as a number; ``gpu``, ``auto`` and ``cpu`` are counted
-  only when torchrun starts, so then it is not modelled);
+  runs per node (``--nproc-per-node`` as a number, or ``cpu``: the CPUs this process may run
+  on, as torch's ``cpu_count`` counts them, which generate shares with the launcher it
+  precedes; ``gpu`` and ``auto`` count the accelerators torch sees when torchrun starts, so
+  then it is not modelled);
 - one node (``--standalone``, or ``--nnodes`` 1 or ``1:1``, the default) of N processes: the
   layout variables rank 0 gets (``RANK=0``, ``WORLD_SIZE=N``, ``LOCAL_WORLD_SIZE=N``,
   ``GROUP_WORLD_SIZE=1``…), from which the runtime collector records the one-node
@@ -137,10 +139,23 @@ def _torch_workers(
     return LaunchPlan(environment=added, nproc_per_node=count, one_node=one_node)
 
 
+def _usable_cpus() -> int | None:
+    """torch's ``_utils.cpu_count``: the CPUs this process may run on (cgroups, taskset)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
+
+
+#: ``--nproc-per-node`` words torchrun counts when it starts, and how (torch 2.13
+#: ``determine_local_world_size``); ``gpu``, ``auto`` and ``xpu`` count devices, not modelled.
+_NPROC_WORDS: Mapping[str, Callable[[], int | None]] = {"cpu": _usable_cpus}
+
+
 def _torchrun(words: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan:
     nproc = launcher_option(words, "--nproc-per-node") or "1"
     nnodes = launcher_option(words, "--nnodes") or "1:1"
-    count = _count(nproc)
+    counted = _NPROC_WORDS.get(nproc.strip())
+    count = counted() if counted is not None else _count(nproc)
     one_node = _flag(words, "--standalone") or nnodes.strip() in _ONE_NODE
     return _torch_workers(environ, count or None, one_node, OMP_THREADS[0] in environ)
 
