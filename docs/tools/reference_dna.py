@@ -499,6 +499,16 @@ def launched(launcher, words, base):
     )
 
 
+RAY_WORKER = "ray/_private/workers/default_worker.py"  # every Ray task's, actor's, trial's
+
+
+def worker(script, words, base):  # a Ray worker: launcher "ray", its words all per-process
+    path = script.replace("\\", "/")
+    if path == RAY_WORKER or path.endswith("/" + RAY_WORKER):
+        return {**base, "launcher": "ray", "launcher_args": words}
+    return None
+
+
 def python(interpreter, words):
     options, module, rest = interpreter_options(words)
     if module in LAUNCHER_MODULES:
@@ -510,7 +520,9 @@ def python(interpreter, words):
         return shape(interpreter=interpreter, interpreter_args=options, args=rest)
     found = entry(rest, False)
     found.pop("module", None)
-    return shape(interpreter=interpreter, interpreter_args=options, **found)
+    base = shape(interpreter=interpreter, interpreter_args=options)
+    ray = worker(found["script"], found["args"], base) if found else None
+    return ray or shape(interpreter=interpreter, interpreter_args=options, **found)
 
 
 def parse_command(argv):  # launcher, its options, interpreter, its options, entry, arguments
@@ -525,7 +537,7 @@ def parse_command(argv):  # launcher, its options, interpreter, its options, ent
         return launched("accelerate", words[2:], shape())
     if is_interpreter(words[0]):
         return python(words[0], words[1:])
-    return shape(script=words[0], args=words[1:])
+    return worker(words[0], words[1:], shape()) or shape(script=words[0], args=words[1:])
 
 
 def split_assignments(words):  # --key=value as two words
@@ -598,7 +610,7 @@ def project_command(command, hidden):
     parts = parse_command(argv)
     projected = {}
     if parts["launcher"] is not None:
-        args = launcher_words(parts["launcher_args"])
+        args = [] if parts["launcher"] == "ray" else launcher_words(parts["launcher_args"])
         projected["launcher"] = {"name": parts["launcher"], "args": args}
     script = parts["script"] or ""
     if (

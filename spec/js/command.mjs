@@ -138,6 +138,20 @@ function launched(launcher, words, flags, base) {
   });
 }
 
+// A framework's worker script, by the end of its path: its words are all per-process.
+const WORKER_SCRIPTS = { 'ray/_private/workers/default_worker.py': 'ray' };
+const WORKER_LAUNCHERS = new Set(Object.values(WORKER_SCRIPTS));
+
+function worker(script, words, base) {
+  const path = script.replaceAll('\\', '/');
+  for (const [ending, launcher] of Object.entries(WORKER_SCRIPTS)) {
+    if (path === ending || path.endsWith('/' + ending)) {
+      return shape({ launcher, launcherArgs: words, interpreter: base.interpreter, interpreterArgs: base.interpreterArgs });
+    }
+  }
+  return null;
+}
+
 function python(interpreter, words) {
   const parsed = interpreterOptions(words);
   const launcher = parsed.module !== null ? LAUNCHER_MODULES[parsed.module] : undefined;
@@ -147,6 +161,8 @@ function python(interpreter, words) {
   if (parsed.module !== null) return shape({ interpreter, interpreterArgs: parsed.options, module: parsed.module, args: parsed.rest });
   if (parsed.options.includes('-c')) return shape({ interpreter, interpreterArgs: parsed.options, args: parsed.rest });
   const found = entry(parsed.rest, false);
+  const asWorker = found.script !== null ? worker(found.script, found.args, shape({ interpreter, interpreterArgs: parsed.options })) : null;
+  if (asWorker !== null) return asWorker;
   return shape({ interpreter, interpreterArgs: parsed.options, script: found.script, args: found.args });
 }
 
@@ -161,7 +177,7 @@ export function parseCommand(argv) {
   if (name === 'deepspeed') return launched('deepspeed', words.slice(1), DEEPSPEED_FLAGS, shape({}));
   if (name === 'accelerate' && words[1] === 'launch') return launched('accelerate', words.slice(2), ACCELERATE_FLAGS, shape({}));
   if (isInterpreter(first)) return python(first, words.slice(1));
-  return shape({ script: first, args: words.slice(1) });
+  return worker(first, words.slice(1), shape({})) ?? shape({ script: first, args: words.slice(1) });
 }
 
 // -- The projection --------------------------------------------------------------------------
@@ -240,7 +256,10 @@ export function projectCommand(command, hidden, perRunLauncher, get) {
   if (!argv.every((w) => typeof w === 'string')) return { argv };
   const parts = parseCommand(argv);
   const projected = {};
-  if (parts.launcher !== null) projected.launcher = { name: parts.launcher, args: launcherWords(parts.launcherArgs, perRunLauncher) };
+  if (parts.launcher !== null) {
+    const args = WORKER_LAUNCHERS.has(parts.launcher) ? [] : launcherWords(parts.launcherArgs, perRunLauncher);
+    projected.launcher = { name: parts.launcher, args };
+  }
   const isPython =
     parts.interpreter !== null || parts.module !== null || parts.launcher !== null || (parts.script || '').endsWith('.py');
   if (isPython) {

@@ -7,6 +7,8 @@ a test can call ``expdna.start`` *before* Ray is up, as a training script does.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -162,13 +164,15 @@ class TestLocalRay:
         tuner = tune.Tuner(
             trainable,
             param_space={"lr": tune.grid_search([0.01, 0.1, 0.1])},
-            # One actor runs every trial, as a search in one process: the same argv and code.
-            tune_config=tune.TuneConfig(reuse_actors=True, max_concurrent_trials=1),
+            # Each trial in a worker of its own: Ray's words in each worker's argv (worker
+            # id, ports, startup token) differ, the setup does not.
+            tune_config=tune.TuneConfig(reuse_actors=False, max_concurrent_trials=1),
             run_config=tune.RunConfig(storage_path=tune_storage, name="search"),
         )
         results = tuner.fit()
         assert not results.errors
-        manifests = [load_manifest(p) for p in sorted(out.glob("*/manifest_*.json"))]
+        manifests_paths = sorted(out.glob("*/manifest_*.json"))
+        manifests = [load_manifest(p) for p in manifests_paths]
         assert len(manifests) == 3
         assert {m.config.model_dump().get("settings_source") for m in manifests} == {"code"}
         dnas: dict[float, set[str]] = {}
@@ -177,6 +181,18 @@ class TestLocalRay:
             dnas.setdefault(manifest.config.resolved_args["lr"], set()).add(manifest.dna.value)
         assert len(dnas[0.01]) == 1 and len(dnas[0.1]) == 1  # one setting, one DNA
         assert dnas[0.01] != dnas[0.1]  # two settings, two DNAs
+        argvs = {tuple(m.command.argv) for m in manifests}
+        assert len(argvs) == 3  # the words differ: the DNA is right not to hold them
+        # A worker's command reruns nothing: the driver that started it is not recorded.
+        check = subprocess.run(
+            [str(Path(sys.executable).parent / "expdna"), "check", str(manifests_paths[0])],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert check.returncode == 1
+        assert (
+            "FAIL command.entry: the command is a ray worker's: the driver that started it is "
+            "not recorded; rerun the driver" in check.stdout
+        ), check.stdout
 
     def test_lightning_hparams_of_a_ray_tune_trial_count(
         self, local_ray: Launch, tmp_path: Path, tune_storage: str

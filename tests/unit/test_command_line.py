@@ -7,6 +7,8 @@ import pytest
 
 from expdna.manifest.command_line import CommandShape, is_interpreter, parse_command
 
+RAY_WORKER = "ray/_private/workers/default_worker.py"
+
 CASES: list[tuple[list[str], CommandShape]] = [
     (
         ["python", "train.py", "--lr", "0.1"],
@@ -137,6 +139,22 @@ CASES: list[tuple[list[str], CommandShape]] = [
     ),
     ([], CommandShape()),
     (["python"], CommandShape(interpreter="python")),
+    # A Ray worker's sys.argv (a task, actor or Tune trial): Ray's words, no program.
+    (
+        [f"/v/lib/python3.11/site-packages/{RAY_WORKER}", "--node-ip-address=10.0.0.7"],
+        CommandShape(launcher="ray", launcher_args=("--node-ip-address=10.0.0.7",)),
+    ),
+    (
+        ["/v/bin/python", f"/v/site-packages/{RAY_WORKER}", "--worker-id=7d65"],
+        CommandShape(
+            launcher="ray", launcher_args=("--worker-id=7d65",), interpreter="/v/bin/python"
+        ),
+    ),
+    # Only Ray's own worker script is one: a file of that name elsewhere is a program.
+    (
+        ["myproj/workers/default_worker.py", "--lr", "1"],
+        CommandShape(script="myproj/workers/default_worker.py", args=("--lr", "1")),
+    ),
 ]
 
 

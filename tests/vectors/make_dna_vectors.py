@@ -607,6 +607,21 @@ CASES: dict[str, dict[str, Any]] = {
             "entry": "src/train.py",
         },
     },
+    "v3_command_ray_worker": {
+        **BASE_11,
+        "command": {
+            "argv": [
+                "/opt/venv/lib/python3.11/site-packages/ray/_private/workers/default_worker.py",
+                "--node-ip-address=10.0.0.7",
+                "--node-manager-port=33301",
+                "--session-name=session_2026-12-05_18-31-34_445289_12504",
+                "--worker-id=7d651035bc77d9cb59a4c27af007b778f864fe026f04bc7fee7fa55e",
+                "--startup-token=4",
+            ],
+            "cwd": "/work",
+        },
+        "config": {"resolved_args": {"lr": 0.01}, "settings_source": "code"},
+    },
     "v3_command_interpreter": {
         **BASE_11,
         "command": {
@@ -869,6 +884,8 @@ ABOUT: dict[str, str] = {
     "v3_typical": "The typical case in DNA version 3: the command enters config.",
     "v3_command_launcher": "Version 3 command: launcher options dashed, --opt=value split, "
     "per-run launcher options left out, the entry relative to its repository.",
+    "v3_command_ray_worker": "Version 3 command: a Ray worker (the argv of every Ray task, "
+    "actor and Tune trial) is the launcher ray with no option words: its words are per-process.",
     "v3_command_interpreter": "Version 3 command: the interpreter by name, -u left out, "
     "-O and -X kept, a -m module.",
     "v3_command_masks": "Version 3 command: per-run, config-file, redacted and dna_ignore'd "

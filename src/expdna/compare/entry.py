@@ -4,7 +4,9 @@ The entry is what the command starts: the entry script (``python train.py``, ``t
 ... train.py``, a hook's ``train.py``), the ``-m`` module (a file under the working
 directory or a repository's ``src/``; an installed module is not recorded code), or the
 program itself (``./train.sh``; a bare name such as ``bash`` is looked up on ``PATH`` and
-is never recorded code). Inline code (``python -c``) is not a recorded file either.
+is never recorded code). Inline code (``python -c``) is not a recorded file either, and
+neither is a Ray worker (a hook inside a Ray task, actor or Tune trial records Ray's own
+worker command: the driver that started it is not in the manifest).
 
 The entry must lie inside a live repository that plays a recorded repository's part (the
 commit and patch rules then say whether it holds the recorded code) and not be ignored by
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from expdna.compare.findings import ABSENT, Finding
 from expdna.compare.repos import is_ignored, match_repos
-from expdna.manifest.command_line import CommandShape, parse_command
+from expdna.manifest.command_line import WORKER_LAUNCHERS, CommandShape, parse_command
 from expdna.manifest.escape import to_os_str
 from expdna.manifest.model import Manifest
 
@@ -31,7 +33,7 @@ from expdna.manifest.model import Manifest
 class Entry:
     """The entry of a command, as written and as found here."""
 
-    kind: str  # script | module | program | inline
+    kind: str  # script | module | program | inline | worker
     word: str  # as written in the manifest
     path: Path | None  # where it is on this machine, None where it is not a file here
 
@@ -58,6 +60,8 @@ def _module_file(module: str, bases: list[Path]) -> Path | None:
 
 def find_entry(shape: CommandShape, cwd: Path, tops: Mapping[str, Path]) -> Entry | None:
     """The entry of ``shape`` when run in ``cwd``; None for an empty command."""
+    if shape.launcher in WORKER_LAUNCHERS:
+        return Entry("worker", shape.launcher or "", None)
     if shape.module is not None:
         # `python -m` searches the working directory first; a src/ layout is installed
         # from the checkout (editable), so its modules are the repository's files too.
@@ -94,6 +98,13 @@ def entry_findings(
     field = "command.entry"
     if entry.kind == "inline":
         yield Finding(field, "FAIL", None, None, "the command runs inline code (-c), no file")
+        return
+    if entry.kind == "worker":
+        why = (
+            f"the command is a {entry.word} worker's: the driver that started it is not "
+            "recorded; rerun the driver"
+        )
+        yield Finding(field, "FAIL", None, None, why)
         return
     if entry.path is None:
         why = (

@@ -5,7 +5,9 @@ projected to:
 
 - ``launcher``: the launcher's name and its option words, names read with ``_`` as ``-``,
   ``--opt=value`` as two words, and the per-run options (:data:`PER_RUN_LAUNCHER_OPTIONS`:
-  rendezvous ids and endpoints, addresses, ports, node ranks, log folders) left out;
+  rendezvous ids and endpoints, addresses, ports, node ranks, log folders) left out; a Ray
+  worker (``.../ray/_private/workers/default_worker.py``, the ``sys.argv`` of every Ray task,
+  actor and Tune trial) is the launcher ``ray`` with no option words;
 - ``interpreter``: ``"python"`` when a Python interpreter runs the entry (named, or
   implied by a ``-m`` module, a ``.py`` script or a launcher), else absent; and its options
   but those that change no result (``-u``, ``-B``);
@@ -27,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from expdna.manifest.command_line import parse_command
+from expdna.manifest.command_line import WORKER_LAUNCHERS, parse_command
 from expdna.manifest.globs import compile_globs
 
 MASK = "<masked>"
@@ -153,7 +155,9 @@ def project_command(command: Mapping[str, Any], hidden: Hidden) -> dict[str, Any
     if shape.launcher is not None:
         projected["launcher"] = {
             "name": shape.launcher,
-            "args": _launcher_words(shape.launcher_args),
+            "args": (
+                [] if shape.launcher in WORKER_LAUNCHERS else _launcher_words(shape.launcher_args)
+            ),
         }
     python = (
         shape.interpreter is not None

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["CommandShape", "is_interpreter", "parse_command"]
+__all__ = ["WORKER_LAUNCHERS", "CommandShape", "is_interpreter", "parse_command"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class CommandShape:
     """The parts of one command line, each word as written."""
 
     #: "torchrun" (also for ``python -m torch.distributed.run|launch``), "accelerate",
-    #: "deepspeed", or None when no launcher starts the program.
+    #: "deepspeed", "ray" (a Ray worker process, whose words are all Ray's), or None when
+    #: no launcher starts the program.
     launcher: str | None = None
     #: The launcher's own option words, e.g. ("--nproc-per-node", "2").
     launcher_args: tuple[str, ...] = ()
@@ -121,6 +122,28 @@ _LAUNCHER_MODULES = {
     "accelerate.commands.launch": "accelerate",
     "deepspeed.launcher.runner": "deepspeed",
 }
+
+
+#: Scripts through which a framework runs code it was handed, by the end of their path: a
+#: Ray task's, actor's or Tune trial's ``sys.argv`` is Ray's worker with per-process words
+#: (ports, session, worker and node ids); the program it runs is not in them.
+_WORKER_SCRIPTS = {"ray/_private/workers/default_worker.py": "ray"}
+#: The launchers that are a framework's worker process: their words are all per-process.
+WORKER_LAUNCHERS = frozenset(_WORKER_SCRIPTS.values())
+
+
+def _worker(script: str, words: Sequence[str], base: CommandShape) -> CommandShape | None:
+    """A framework's worker (``script`` with its ``words``) as its launcher, else None."""
+    path = script.replace("\\", "/")
+    for ending, launcher in _WORKER_SCRIPTS.items():
+        if path == ending or path.endswith("/" + ending):
+            return CommandShape(
+                launcher=launcher,
+                launcher_args=tuple(words),
+                interpreter=base.interpreter,
+                interpreter_args=base.interpreter_args,
+            )
+    return None
 
 
 def is_interpreter(word: str) -> bool:
@@ -293,6 +316,10 @@ def _python(interpreter: str, words: Sequence[str]) -> CommandShape:
             interpreter=interpreter, interpreter_args=parsed.options, args=parsed.rest
         )
     _, script, args = _entry(parsed.rest, module_entry=False)
+    base = CommandShape(interpreter=interpreter, interpreter_args=parsed.options)
+    worker = _worker(script, args, base) if script is not None else None
+    if worker is not None:
+        return worker
     return CommandShape(
         interpreter=interpreter, interpreter_args=parsed.options, script=script, args=args
     )
@@ -346,4 +373,7 @@ def parse_command(argv: Sequence[str]) -> CommandShape:
             return shape
     if is_interpreter(first):
         return _python(first, words[1:])
+    worker = _worker(first, words[1:], CommandShape())
+    if worker is not None:
+        return worker
     return CommandShape(script=first, args=tuple(words[1:]))
