@@ -7,6 +7,7 @@ a test can call ``expdna.start`` *before* Ray is up, as a training script does.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,16 @@ def quiet_ray() -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def sigint_handler_kept() -> Iterator[None]:
+    """Put back this process's SIGINT handler: ``Tuner.fit`` installs its own ("Stop signal
+    received... ending Ray Tune run") and leaves it, which swallowed every Ctrl-C of a later
+    test in the same pytest process."""
+    saved = signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGINT, saved)
 
 
 @pytest.fixture(scope="class")

@@ -15,8 +15,10 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import pytest
 
 from expdna.manifest.io import write_manifest
 from expdna.store import Store
@@ -56,6 +58,16 @@ def _check(store: Path | Store) -> list[str]:
         return _check(opened)
 
 
+@pytest.fixture
+def python_sigint() -> Iterator[None]:
+    """Python's own SIGINT handler (KeyboardInterrupt) for the test, whatever a library loaded
+    earlier in this process installed (Ray Tune's swallows the signal)."""
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, saved)
+
+
+@pytest.mark.usefixtures("python_sigint")
 def test_ctrl_c_at_random_points_of_a_scan_keeps_the_log_invariant(tmp_path: Path) -> None:
     rng = random.Random(24)
     store = tmp_path / "store"
