@@ -199,7 +199,7 @@ def generate(
         probe_interpreter=True,
         pinned_stores=pinned_stores,
     )
-    # A one-node torchrun (or accelerate) job: the node entry the hook in rank 0 will record.
+    # A one-node torchrun (accelerate, deepspeed) job: the node entry rank 0's hook will record.
     from expdna.integrations.topology import with_planned_nodes
 
     manifest = with_planned_nodes(manifest, deadline_s=deadline_s)

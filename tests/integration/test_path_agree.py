@@ -1,7 +1,8 @@
 """One setup, one DNA, whatever path records it (issue #22 item 7).
 
-A tiny DDP script under the real ``torchrun`` (CPU, gloo), recorded three ways: ``expdna
-generate`` before it runs, the hook inside it, and ``expdna run`` around it; the Lightning
+A tiny DDP script under the real ``torchrun``, ``accelerate launch`` and ``deepspeed`` (CPU,
+gloo), recorded three ways: ``expdna generate`` before it runs, the hook inside it, and
+``expdna run`` around it; the Lightning
 callback and the Hugging Face callback, each against ``generate`` of its command. Every path
 must give the same DNA, and a real change (the learning rate, an edited source file,
 another local model) must still give another one. Nothing downloads (``HF_HUB_OFFLINE=1``;
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +45,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--lr", type=float, default=0.05)
 parser.add_argument("--batch_size", type=int, default=16)
 parser.add_argument("--output-dir", required=True)
+parser.add_argument("--local_rank", type=int, default=0)  # deepspeed adds --local_rank=N
 args = parser.parse_args()
 dist.init_process_group("gloo")
 with expdna.track(args, output_dir=args.output_dir) as run:
@@ -321,6 +324,60 @@ def test_accelerate_generate_hook_and_run_agree(project: dict[str, Any], name: s
     if name == "multi_gpu":
         out = tmp / f"a-{name}-lr"
         assert _dna(_hooked(_accelerate(out, "--lr", "0.3", mode=mode), project, out)) == (
+            _dna(other)
+        )
+
+
+def _free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def _deepspeed(out: Path, *args: str, mode: tuple[str, ...] = ()) -> list[str]:
+    # Its own port each time: deepspeed's default (29500) is fixed, so a run beside this
+    # one would take it; the port is per-run and stays out of the DNA.
+    return ["deepspeed", "--master_port", _free_port(), *mode, "train.py", *args,
+            "--output-dir", str(out)]  # fmt: skip
+
+
+#: Two ranks on this one node, the script told its ``--local_rank=N`` (deepspeed's default)
+#: or not (``--no_local_rank``).
+DEEPSPEED_MODES = {
+    "local_rank": ("--num_gpus", "2"),
+    "no_local_rank": ("--num_gpus", "2", "--no_local_rank"),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEPSPEED_MODES))
+def test_deepspeed_generate_hook_and_run_agree(project: dict[str, Any], name: str) -> None:
+    pytest.importorskip("deepspeed")
+    tmp, mode = project["tmp"], DEEPSPEED_MODES[name]
+    gen = _generated(_deepspeed(tmp / f"d-{name}-g", "--lr", "0.2", mode=mode), project, name)
+    out = tmp / f"d-{name}-hook"
+    hooked = _hooked(_deepspeed(out, "--lr", "0.2", mode=mode), project, out)
+    around = tmp / f"d-{name}-run"
+    _run([EXPDNA, "run", "--output-dir", str(around), "--",
+          *_deepspeed(tmp / f"d-{name}-r", "--lr", "0.2", mode=mode)], project,
+         outputs=(around, tmp / f"d-{name}-r"))  # fmt: skip
+    assert _differing(gen, hooked) == [] and _dna(gen) == _dna(hooked)
+    assert _dna(_manifest(around)) == _dna(gen)
+    # The hook names the launcher (its ancestor's command line), not the rank's own words.
+    assert hooked["command"]["argv"][:2] == ["deepspeed", "--master_port"]
+    assert "--local_rank=0" not in hooked["command"]["argv"]
+    # deepspeed sets these for its ranks; generate records what they will see.
+    assert gen["config"]["selected_env"] == hooked["config"]["selected_env"]
+    assert hooked["config"]["selected_env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    # The same topology as torchrun's two ranks on one node: the same runtime.
+    assert hooked["runtime"]["torch_distributed"]["ranks_per_node"] == 2
+    two = _generated(_torchrun(project, tmp / "x", "--lr", "0.2"), project, f"{name}-torchrun")
+    assert hooked["dna"]["sections"]["runtime"] == two["dna"]["sections"]["runtime"]
+    # A real change is still another DNA, on both paths.
+    other = _generated(_deepspeed(tmp / "x", "--lr", "0.3", mode=mode), project, f"{name}-lr")
+    assert _differing(gen, other) == ["config"]
+    if name == "local_rank":
+        out = tmp / f"d-{name}-lr"
+        assert _dna(_hooked(_deepspeed(out, "--lr", "0.3", mode=mode), project, out)) == (
             _dna(other)
         )
 

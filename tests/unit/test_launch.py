@@ -74,6 +74,28 @@ def test_deepspeed_grandparent_and_its_local_rank_word() -> None:
     assert got == ["deepspeed", "--num_gpus", "2", *ARGV]
 
 
+def test_deepspeed_rebuilt_from_its_variables_without_proc() -> None:
+    environ = {"CROSS_SIZE": "1", "LOCAL_SIZE": "2", "WORLD_SIZE": "2"}
+    got = runnable_command(
+        ["train.py", "--local_rank=0", "--lr", "0.1"],
+        orig_argv=None,
+        environ=environ,
+        ancestors=_from(),
+    )
+    assert got == ["deepspeed", "--num_nodes=1", "--num_gpus=2", *ARGV]
+    # No --local_rank=N word: the launcher was told --no_local_rank; a module stays one.
+    got = runnable_command(
+        ["/repo/pkg/train.py", "--lr", "0.1"],
+        orig_argv=["python", "-u", "-m", "pkg.train", "--lr", "0.1"],
+        environ=environ,
+        ancestors=_from(["python", "-u", "-m", "deepspeed.launcher.launch", "--world_info=x"]),
+    )
+    assert got == [
+        "deepspeed", "--num_nodes=1", "--num_gpus=2", "--no_local_rank", "--module", "pkg.train",
+        "--lr", "0.1",
+    ]  # fmt: skip
+
+
 def test_accelerate_is_named_though_torchrun_variables_are_set_too() -> None:
     parent = ["/venv/bin/python", "/venv/bin/accelerate", "launch", "--multi_gpu", *ARGV]
     got = runnable_command(

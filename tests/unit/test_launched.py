@@ -1,10 +1,10 @@
 """What generate models of a launcher's command: the environment and layout its ranks get.
 
 The rules follow torch 2.13's torch/distributed/run.py (OMP_NUM_THREADS) and its local
-elastic agent (TORCH_NCCL_ASYNC_ERROR_HANDLING, the layout variables), and accelerate
-1.16's launch command (accelerate/commands/launch.py, accelerate/utils/launch.py); the
-real torchrun and accelerate are compared with generate in
-tests/integration/test_path_agree.py.
+elastic agent (TORCH_NCCL_ASYNC_ERROR_HANDLING, the layout variables), accelerate 1.16's
+launch command (accelerate/commands/launch.py, accelerate/utils/launch.py) and deepspeed
+0.19.8's runner and launcher (deepspeed/launcher/runner.py, launch.py); the real torchrun,
+accelerate and deepspeed are compared with generate in tests/integration/test_path_agree.py.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import psutil
 from expdna.collectors.config import collect_config, select_env
 from expdna.collectors.context import CollectContext
 from expdna.collectors.launched import (
+    DEEPSPEED_HOSTFILE,
     LAUNCHERS,
     default_accelerate_config,
     launch_plan,
@@ -29,10 +30,9 @@ TWO = ["torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", 
 
 
 def test_plan_reads_the_launchers_options() -> None:
-    assert set(LAUNCHERS) == {"torchrun", "accelerate"}
+    assert set(LAUNCHERS) == {"torchrun", "accelerate", "deepspeed"}
     assert launch_plan(TWO, {}) is not None
     assert launch_plan(["python", "train.py"], {}) is None
-    assert launch_plan(["deepspeed", "--num_gpus", "2", "train.py"], {}) is None
     plan = launch_plan(["python", "-m", "torch.distributed.run", "--nproc_per_node=4", "t.py"], {})
     assert plan is not None and (plan.nproc_per_node, plan.one_node) == (4, True)
     plan = launch_plan(["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "t.py"], {})
@@ -176,3 +176,58 @@ def test_generate_records_what_accelerate_ranks_will_see(tmp_path: Path) -> None
         argv=(*ACCELERATE, "--cpu", "t.py"), cwd=tmp_path, environ=env, probe_interpreter=True
     )
     assert collect_runtime(cpu)["mode"] == "local"
+
+
+DEEPSPEED = ["deepspeed", "--num_gpus", "2", "train.py", "--lr", "0.2"]
+
+
+def test_deepspeed_gives_one_node_its_own_layout_variables(tmp_path: Path) -> None:
+    hostfile = tmp_path / "absent"
+    argv = [DEEPSPEED[0], "--hostfile", str(hostfile), *DEEPSPEED[1:]]
+    seen = launched_environ(argv, {"CUDA_VISIBLE_DEVICES": "3"})
+    # deepspeed's launch.py: Horovod's names, no LOCAL_WORLD_SIZE, no torchrun variables.
+    assert {k: seen[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_SIZE", "CROSS_SIZE")} == {
+        "RANK": "0",
+        "WORLD_SIZE": "2",
+        "LOCAL_SIZE": "2",
+        "CROSS_SIZE": "1",
+    }
+    assert "LOCAL_WORLD_SIZE" not in seen and "TORCH_NCCL_ASYNC_ERROR_HANDLING" not in seen
+    # --num_gpus N names devices 0..N-1, whatever the shell had; import deepspeed sets NVML's.
+    assert seen["CUDA_VISIBLE_DEVICES"] == "0,1" and seen["PYTORCH_NVML_BASED_CUDA_CHECK"] == "1"
+    own = launched_environ(argv, {"PYTORCH_NVML_BASED_CUDA_CHECK": "0", "DS_ACCELERATOR": "xpu"})
+    assert own["PYTORCH_NVML_BASED_CUDA_CHECK"] == "0" and "CUDA_VISIBLE_DEVICES" not in own
+    module = ["python", "-m", "deepspeed.launcher.runner", "--num_accelerators=3", "t.py"]
+    assert launched_environ(module, {})["WORLD_SIZE"] == "3"
+
+
+def test_deepspeed_commands_whose_layout_is_not_modelled(tmp_path: Path) -> None:
+    # Without --num_gpus it counts the devices when it starts: only what every rank gets.
+    counted = launched_environ(["deepspeed", "train.py"], {})
+    assert counted == {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    unchanged = [
+        [*DEEPSPEED[:3], "--include", "localhost:0,1", "t.py"],
+        [*DEEPSPEED[:3], "--exclude=localhost:1", "t.py"],
+        [*DEEPSPEED[:3], "--force_multi", "t.py"],
+        [*DEEPSPEED[:3], "--bind_cores_to_rank", "t.py"],
+        [*DEEPSPEED[:3], "--num_nodes", "2", "t.py"],  # refused without a hostfile
+    ]
+    for argv in unchanged:
+        assert launched_environ(argv, {"A": "1"}) == {"A": "1"}, argv
+    # A hostfile: pdsh, MPI or Slurm may start the ranks on other nodes.
+    hosts = tmp_path / "hostfile"
+    hosts.write_text("worker-0 slots=2\n")
+    assert launch_plan(["deepspeed", "-H", str(hosts), *DEEPSPEED[1:]], {}) is None
+    assert DEEPSPEED_HOSTFILE == "/job/hostfile"
+
+
+def test_generate_records_what_deepspeed_ranks_will_see(tmp_path: Path) -> None:
+    ctx = CollectContext(argv=tuple(DEEPSPEED), cwd=tmp_path, environ={}, probe_interpreter=True)
+    assert collect_config(ctx)["selected_env"] == {
+        "CUDA_VISIBLE_DEVICES": "0,1",
+        "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+    }
+    runtime = collect_runtime(ctx)
+    assert runtime["mode"] == "torch_distributed" and runtime["node_count"] == 1
+    torchrun = CollectContext(argv=tuple(TWO), cwd=tmp_path, environ={}, probe_interpreter=True)
+    assert runtime["torch_distributed"] == collect_runtime(torchrun)["torch_distributed"]

@@ -53,6 +53,19 @@ def test_the_layout_comes_from_torchrun_variables() -> None:
     }
 
 
+def test_deepspeed_variables_give_the_same_layout() -> None:
+    # What deepspeed's launch.py gives rank 1 of two nodes of two (Horovod's names).
+    deepspeed = {
+        "RANK": "1",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "1",
+        "LOCAL_SIZE": "2",
+        "CROSS_RANK": "0",
+        "CROSS_SIZE": "2",
+    }
+    assert layout(deepspeed) == layout(TORCHRUN_RANK1)
+
+
 def test_srun_variables_count_and_a_single_process_is_no_job() -> None:
     srun = {"SLURM_PROCID": "3", "WORLD_SIZE": "8", "SLURM_LOCALID": "0", "SLURM_NODEID": "1"}
     found = layout(srun)

@@ -229,3 +229,5 @@ def test_a_command_still_to_start_counts_its_launchers_processes(launcher: str, 
 def test_a_launcher_size_that_is_not_a_number_derives_nothing() -> None:
     section = training("torchrun --nnodes 1:4 --nproc-per-node gpu train.py --batch_size 4")
     assert section == {"micro_batch_size": 4}
+    # deepspeed without --num_gpus starts a rank per device it finds.
+    assert training("deepspeed train.py --batch_size 4") == {"micro_batch_size": 4}

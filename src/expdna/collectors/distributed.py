@@ -2,10 +2,12 @@
 
 Read from the launcher's variables (``torchrun`` and ``torch.distributed.launch`` set
 ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``GROUP_RANK``,
-``GROUP_WORLD_SIZE``; ``srun`` sets the ``SLURM_*`` fallbacks), and from the default
-process group when the training script has initialised one, which then wins for the rank,
-the world size and the backend. torch is never imported here: it is consulted only when the
-caller has imported it (``"torch" in sys.modules``).
+``GROUP_WORLD_SIZE``; ``deepspeed`` sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and
+Horovod's names for the rest, ``LOCAL_SIZE``, ``CROSS_RANK``, ``CROSS_SIZE``; ``srun``
+sets the ``SLURM_*`` fallbacks), and from the default process group when the training
+script has initialised one, which then wins for the rank, the world size and the backend.
+torch is never imported here: it is consulted only when the caller has imported it
+(``"torch" in sys.modules``).
 
 Where the launcher sets no local variables (Lightning's ``ddp_spawn`` starts its ranks with
 ``multiprocessing`` and initialises the group itself, so only the group knows the world), a
@@ -28,9 +30,9 @@ from typing import Any
 _RANK = ("RANK", "SLURM_PROCID")
 _WORLD = ("WORLD_SIZE",)
 _LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID")
-_LOCAL_WORLD = ("LOCAL_WORLD_SIZE",)
-_NODE_RANK = ("GROUP_RANK", "NODE_RANK", "SLURM_NODEID")
-_NODE_COUNT = ("GROUP_WORLD_SIZE",)
+_LOCAL_WORLD = ("LOCAL_WORLD_SIZE", "LOCAL_SIZE")
+_NODE_RANK = ("GROUP_RANK", "NODE_RANK", "CROSS_RANK", "SLURM_NODEID")
+_NODE_COUNT = ("GROUP_WORLD_SIZE", "CROSS_SIZE")
 
 
 #: The layout a framework knows, by the variable a launcher would have set for it.

@@ -5,7 +5,7 @@ before the launcher; the hook inside ``train.py`` runs in one of the ranks it st
 both to record one setup alike, ``generate`` records the environment and the layout rank 0
 will have, as the launcher sets them. Each launcher has its model in :data:`LAUNCHERS`
 (keyed by :attr:`~expdna.manifest.command_line.CommandShape.launcher`); a command with no
-model there (``deepspeed``, no launcher) is recorded with the environment it is given.
+model there (no launcher) is recorded with the environment it is given.
 
 ``torchrun`` (torch 2.13: ``torch/distributed/run.py`` and the local elastic agent,
 ``torch/distributed/elastic/agent/server/local_elastic_agent.py``):
@@ -50,8 +50,28 @@ config collector's whitelist keeps ``OMP_NUM_THREADS``, ``KMP_*`` and torchrun's
   driver, and the devices ``--gpu_ids`` selects (``CUDA_VISIBLE_DEVICES``, which the DNA
   leaves out).
 
-Pure but for two reads: whether accelerate's default config file exists, and the physical
-core count (above). No process is started.
+``deepspeed`` (deepspeed 0.19.8: ``deepspeed/launcher/runner.py`` ``main``, which starts
+``deepspeed/launcher/launch.py`` on this machine when there is no hostfile, and that starts
+the ranks):
+
+- ``PYTORCH_NVML_BASED_CUDA_CHECK``: ``import deepspeed`` sets it in the launcher when unset
+  (``1``), and the ranks inherit it;
+- ``--num_gpus N`` (``--num_accelerators``): one node of N ranks, each told the layout in
+  ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and Horovod's ``LOCAL_SIZE``, ``CROSS_RANK``,
+  ``CROSS_SIZE`` (no ``LOCAL_WORLD_SIZE``, no ``TORCH_NCCL_ASYNC_ERROR_HANDLING``), and
+  ``CUDA_VISIBLE_DEVICES=0,…,N-1`` (the launcher's own value is dropped) where the
+  accelerator is CUDA or the CPU (``DS_ACCELERATOR`` unset, ``cuda`` or ``cpu``; another
+  accelerator names other devices);
+- without ``--num_gpus`` the launcher counts the devices when it starts (GPUs, or the CPU's
+  NUMA nodes), so then the layout is not modelled;
+- not modelled (the environment is recorded as given): a hostfile (``--hostfile``, or
+  ``/job/hostfile`` where it exists: then pdsh, MPI or Slurm may start the ranks on other
+  nodes), ``--include`` / ``--exclude``, ``--force_multi``, ``--autotuning``, and
+  ``--bind_cores_to_rank`` (``numactl``, and ``OMP_NUM_THREADS`` from the cores each rank
+  is bound to).
+
+Pure but for three reads: whether accelerate's default config file and deepspeed's
+hostfile exist, and the physical core count (above). No process is started.
 """
 
 from __future__ import annotations
@@ -76,6 +96,29 @@ ACCELERATE_CPU_ENV = {"KMP_AFFINITY": "granularity=fine,compact,1,0", "KMP_BLOCK
 _MPI_LOCAL_SIZE = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
 #: ``--nnodes`` values that mean one node.
 _ONE_NODE = frozenset({"1", "1:1"})
+#: What ``import deepspeed`` sets in the launcher when unset, for its ranks to inherit.
+DEEPSPEED_NVML = ("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+#: Where deepspeed's runner looks for its hostfile unless ``--hostfile`` names one.
+DEEPSPEED_HOSTFILE = "/job/hostfile"
+#: The variable deepspeed's launcher names a node's devices in, by ``DS_ACCELERATOR`` ("":
+#: unset, then found at start: modelled as CUDA, whose variable the CPU shares).
+DEEPSPEED_VISIBLE_DEVICES = {
+    "": "CUDA_VISIBLE_DEVICES",
+    "cuda": "CUDA_VISIBLE_DEVICES",
+    "cpu": "CUDA_VISIBLE_DEVICES",
+}
+#: deepspeed options after which its runner does not start one node's ranks itself, or
+#: sets what is not modelled (see the module doc).
+_DEEPSPEED_NOT_MODELLED = (
+    "--include",
+    "-i",
+    "--exclude",
+    "-e",
+    "--force-multi",
+    "--autotuning",
+    "--bind-cores-to-rank",
+    "--bind-core-list",
+)
 
 
 def launcher_option(words: Sequence[str], *names: str) -> str | None:
@@ -93,10 +136,41 @@ def _flag(words: Sequence[str], name: str) -> bool:
     return any(word.replace("_", "-") == name for word in words)
 
 
+def _given(words: Sequence[str], name: str) -> bool:
+    """Whether option ``name`` (dashed) is among ``words``, alone or as ``name=value``."""
+    return any(word.partition("=")[0].replace("_", "-") == name for word in words)
+
+
 def _count(value: str | None) -> int | None:
     """``value`` as a whole number of zero or more, else None."""
     text = (value or "").strip()
     return int(text) if text.isascii() and text.isdigit() else None
+
+
+def torch_layout(count: int) -> dict[str, str]:
+    """The layout variables torch's elastic agent gives rank 0 of one node of ``count``."""
+    size = str(count)
+    return {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "GROUP_RANK": "0",
+        "WORLD_SIZE": size,
+        "LOCAL_WORLD_SIZE": size,
+        "GROUP_WORLD_SIZE": "1",
+    }
+
+
+def deepspeed_layout(count: int) -> dict[str, str]:
+    """The layout variables deepspeed's launcher gives rank 0 of one node of ``count``."""
+    size = str(count)
+    return {
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": size,
+        "LOCAL_SIZE": size,
+        "CROSS_RANK": "0",
+        "CROSS_SIZE": "1",
+    }
 
 
 @dataclass(frozen=True)
@@ -109,20 +183,14 @@ class LaunchPlan:
     nproc_per_node: int | None = None
     #: Whether they form a ``torch.distributed`` job on this one node (its layout is known).
     one_node: bool = False
+    #: The variables that tell rank 0 of one node of N ranks its layout, by this launcher.
+    layout: Callable[[int], Mapping[str, str]] = torch_layout
 
     def rank_zero_environ(self, environ: Mapping[str, str]) -> dict[str, str]:
         """``environ`` as rank 0 will see it."""
         added = dict(self.environment)
         if self.one_node and self.nproc_per_node is not None:
-            count = str(self.nproc_per_node)
-            added.update(
-                RANK="0",
-                LOCAL_RANK="0",
-                GROUP_RANK="0",
-                WORLD_SIZE=count,
-                LOCAL_WORLD_SIZE=count,
-                GROUP_WORLD_SIZE="1",
-            )
+            added.update(self.layout(self.nproc_per_node))
         return {**environ, **added}
 
 
@@ -242,12 +310,28 @@ def _accelerate(words: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan 
     return LaunchPlan(environment)
 
 
+def _deepspeed(words: Sequence[str], environ: Mapping[str, str]) -> LaunchPlan | None:
+    hostfile = launcher_option(words, "--hostfile", "-H") or DEEPSPEED_HOSTFILE
+    if os.path.isfile(hostfile) or any(_given(words, o) for o in _DEEPSPEED_NOT_MODELLED):
+        return None
+    if (_count(launcher_option(words, "--num-nodes")) or 1) > 1:
+        return None  # refused without a hostfile
+    name, default = DEEPSPEED_NVML
+    environment = {name: environ.get(name, default)}
+    count = _count(launcher_option(words, "--num-gpus", "--num-accelerators")) or None
+    visible = DEEPSPEED_VISIBLE_DEVICES.get(environ.get("DS_ACCELERATOR", "").strip().lower())
+    if count is not None and visible is not None:
+        environment[visible] = ",".join(str(device) for device in range(count))
+    return LaunchPlan(environment, count, one_node=True, layout=deepspeed_layout)
+
+
 #: Launcher (as :func:`~expdna.manifest.command_line.parse_command` names it) -> its model:
 #: the plan of its option words under the environment it is started with, or None when the
 #: command's words do not say enough.
 LAUNCHERS: Mapping[str, Callable[[Sequence[str], Mapping[str, str]], LaunchPlan | None]] = {
     "torchrun": _torchrun,
     "accelerate": _accelerate,
+    "deepspeed": _deepspeed,
 }
 
 

@@ -16,14 +16,14 @@ keeps only the shape (``manifest.dna``: mode, node count, roles, resources witho
 ``node:*`` and memory).
 Slurm geometry comes from ``SLURM_*`` variables of the collected environment; it is recorded
 whenever present, and names the mode only when Ray is not initialised.
-A ``torch.distributed`` job (``torchrun``'s variables, or an initialised process group of
-two or more ranks) is recorded as ``torch_distributed`` (:mod:`expdna.collectors.distributed`);
-outside Ray and Slurm it names the mode ``torch_distributed`` with its node count. The hook
-adds one node entry per node with its hardware fingerprint
-(:mod:`expdna.integrations.torch_nodes`). For a command still to be started (``generate``),
-the layout is the one its one-node launcher (``torchrun``, ``accelerate launch --multi_gpu``)
-will give rank 0 (:mod:`expdna.collectors.launched`), and ``generate`` adds the node entry
-the hook would.
+A ``torch.distributed`` job (``torchrun``'s or ``deepspeed``'s variables, or an initialised
+process group of two or more ranks) is recorded as ``torch_distributed``
+(:mod:`expdna.collectors.distributed`); outside Ray and Slurm it names the mode
+``torch_distributed`` with its node count. The hook adds one node entry per node with its
+hardware fingerprint (:mod:`expdna.integrations.torch_nodes`). For a command still to be
+started (``generate``), the layout is the one its one-node launcher (``torchrun``,
+``accelerate launch --multi_gpu``, ``deepspeed --num_gpus N``) will give rank 0
+(:mod:`expdna.collectors.launched`), and ``generate`` adds the node entry the hook would.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ name above says per device. Where no argument gives the global batch, it is deri
 size from the job's layout (``WORLD_SIZE``, the initialised process group) or, for a
 command still to be started, from its launcher's options (``torchrun --nproc-per-node N
 --nnodes M``, ``accelerate launch --num_processes N``, ``deepspeed --num_gpus N
---num_nodes M``; none: 1 process; a launcher whose size is not a number: not derived), and
+--num_nodes M``; none: 1 process; a launcher whose size is not a number, or ``deepspeed``
+without ``--num_gpus``, which counts the devices when it starts: not derived), and
 accumulation 1 when none is given. One convention differs: a plain ``batch_size`` with
 ``gradient_accumulation_steps`` is nanoGPT's, whose accumulation already counts every rank
 (its ``train.py`` divides it by the world size), so there the global batch is
@@ -294,7 +295,8 @@ def launcher_world_size(shape: CommandShape) -> int | None:
     elif shape.launcher == "accelerate":
         per_node, nodes = _count(_option(words, "--num-processes"), 1), 1
     else:
-        per_node = _count(_option(words, "--num-gpus", "--num-accelerators"), 1)
+        # deepspeed without --num_gpus starts a rank per device it counts when it starts.
+        per_node = _count(_option(words, "--num-gpus", "--num-accelerators"), 0) or None
         nodes = _count(_option(words, "--num-nodes"), 1)
     return per_node * nodes if per_node is not None and nodes is not None else None
 

@@ -7,11 +7,13 @@ see of how it was started:
 
 1. A launcher, when the environment says one started this process: torchrun
    (``TORCHELASTIC_RUN_ID``), ``accelerate launch`` (``ACCELERATE_MIXED_PRECISION``…) or
-   deepspeed (``CROSS_SIZE`` with ``LOCAL_SIZE``). Its command line is read from the
-   nearest ancestor process whose ``/proc/<pid>/cmdline`` is that launcher starting this
-   script with these arguments (``python /venv/bin/torchrun`` becomes ``torchrun``). Where
-   no ancestor can be read, the command is rebuilt from the launcher's variables
-   (``torchrun --nnodes=1 --nproc-per-node=2 train.py …``).
+   deepspeed (``CROSS_SIZE``). Its command line is read from the nearest ancestor process
+   whose ``/proc/<pid>/cmdline`` is that launcher starting this script with these
+   arguments (``python /venv/bin/torchrun`` becomes ``torchrun``; deepspeed's is the
+   grandparent, its parent being ``python -u -m deepspeed.launcher.launch
+   --world_info=…``). Where no ancestor can be read, the command is rebuilt from the
+   launcher's variables (``torchrun --nnodes=1 --nproc-per-node=2 train.py …``,
+   ``deepspeed --num_nodes=1 --num_gpus=2 train.py …``).
 2. Otherwise ``sys.orig_argv`` (the interpreter as invoked, its options, ``-m``), when it
    starts this script with these arguments.
 3. Otherwise the parent's command line when it does (a ``multiprocessing`` spawn child,
@@ -109,24 +111,44 @@ def _entry_words(argv: Sequence[str], orig_argv: Sequence[str] | None) -> list[s
     return [argv[0]]
 
 
-def _rebuilt(
-    launcher: str, argv: Sequence[str], orig_argv: Sequence[str] | None, environ: Mapping[str, str]
+def _torchrun_words(entry: list[str], argv: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    options = []
+    local = environ.get("LOCAL_WORLD_SIZE", "")
+    world = environ.get("WORLD_SIZE", "")
+    if local.isdigit() and world.isdigit() and int(local) > 0:
+        options = [f"--nnodes={int(world) // int(local)}", f"--nproc-per-node={local}"]
+    return ["torchrun", *options, *entry, *_own_args(argv)]
+
+
+def _accelerate_words(
+    entry: list[str], argv: Sequence[str], environ: Mapping[str, str]
 ) -> list[str]:
-    """The launcher's command rebuilt from its variables, where no ancestor can be read."""
-    entry = _entry_words(argv, orig_argv)
-    args = list(_own_args(argv))
-    if launcher == "torchrun":
-        options = []
-        local = environ.get("LOCAL_WORLD_SIZE", "")
-        world = environ.get("WORLD_SIZE", "")
-        if local.isdigit() and world.isdigit() and int(local) > 0:
-            options = [f"--nnodes={int(world) // int(local)}", f"--nproc-per-node={local}"]
-        return ["torchrun", *options, *entry, *args]
-    if launcher == "accelerate":
-        module = ["-m", *entry[1:]] if entry[0] == "-m" else entry
-        return ["accelerate", "launch", *module, *args]
+    return ["accelerate", "launch", *entry, *_own_args(argv)]
+
+
+def _deepspeed_words(
+    entry: list[str], argv: Sequence[str], environ: Mapping[str, str]
+) -> list[str]:
+    options = []
+    nodes = environ.get("CROSS_SIZE", "")
+    local = environ.get("LOCAL_SIZE", "")
+    if nodes.isdigit() and local.isdigit() and int(local) > 0:
+        options = [f"--num_nodes={nodes}", f"--num_gpus={local}"]
+    # Its launcher adds --local_rank=N to every rank's words unless told not to.
+    if not any(_LOCAL_RANK.match(word) for word in argv[1:]):
+        options.append("--no_local_rank")
     module = ["--module", *entry[1:]] if entry[0] == "-m" else entry
-    return ["deepspeed", *module, *args]
+    return ["deepspeed", *options, *module, *_own_args(argv)]
+
+
+#: Launcher -> its command rebuilt from the entry words (``-m pkg`` or the script), the
+#: rank's ``sys.argv`` and the variables the launcher set, where no ancestor can be read.
+REBUILT: dict[str, Callable[[list[str], Sequence[str], Mapping[str, str]], list[str]]] = {
+    "torchrun": _torchrun_words,
+    "accelerate": _accelerate_words,
+    "deepspeed": _deepspeed_words,
+}
+assert set(REBUILT) == set(LAUNCHER_ENV)
 
 
 def runnable_command(
@@ -148,7 +170,7 @@ def runnable_command(
             shape = parse_command(typed)
             if shape.launcher is not None and _starts_this(shape, words):
                 return typed
-        return _rebuilt(launcher, words, orig_argv, environ)
+        return REBUILT[launcher](_entry_words(words, orig_argv), words, environ)
     if orig_argv and _starts_this(parse_command(orig_argv), words):
         return list(orig_argv)
     for cmdline in ancestors():

@@ -103,9 +103,9 @@ def with_runtime(
 
 def with_planned_nodes(manifest: Manifest, *, deadline_s: float) -> Manifest:
     """``generate``'s manifest of a one-node launcher's command (``torchrun``, ``accelerate
-    launch --multi_gpu``) with the node entry the
-    hook in rank 0 will record (:mod:`expdna.collectors.launched`): this machine, its rank
-    count and its hardware fingerprint, taken as the hook takes it. Unchanged otherwise."""
+    launch --multi_gpu``, ``deepspeed --num_gpus N``) with the node entry the hook in rank 0
+    will record (:mod:`expdna.collectors.launched`): this machine, its rank count and its
+    hardware fingerprint, taken as the hook takes it. Unchanged otherwise."""
     runtime = manifest.runtime.model_dump(mode="python")
     planned = runtime.get("torch_distributed")
     if (
