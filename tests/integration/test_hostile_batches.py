@@ -133,7 +133,9 @@ def test_pin_and_which_never_read_a_fifo_or_device(tmp_path: Path, kind: str) ->
 def test_ctrl_c_exits_130_and_leaves_the_store_consistent(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     runs.mkdir()
-    count = 2000
+    # 12 batches: with the log entry written ahead of a batch's objects and record at
+    # ~2,000 runs/s, 2,000 runs could all be recorded before a loaded test saw the log
+    count = 6000
     doc = manifest_of(synthetic_doc(0)).to_dict()  # the run id is outside the DNA
     for i in range(count):
         doc["run_id"] = f"20260805_143025_1c8e2fb_{i:06d}"
@@ -155,6 +157,7 @@ def test_ctrl_c_exits_130_and_leaves_the_store_consistent(tmp_path: Path) -> Non
     deadline = time.monotonic() + TIMEOUT_S
     while not (log_dir.is_dir() and any(log_dir.iterdir())) and time.monotonic() < deadline:
         time.sleep(0.005)
+    assert proc.poll() is None, "the scan ended before Ctrl-C: the test's race, not a result"
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches the whole foreground group
     out, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 130, (out, err)
