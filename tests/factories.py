@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -44,6 +45,14 @@ GIT_ENV = {
     "GIT_COMMITTER_EMAIL": "test@example.com",
     "GIT_CONFIG_NOSYSTEM": "1",
 }
+
+
+def interruptible() -> None:
+    """A child's ``preexec_fn``: Ctrl-C's default action, as a terminal's foreground job has
+    it. A test run started in the background (``cmd &`` in a script, ``nohup``) ignores
+    SIGINT, and an ignored signal stays ignored across exec, so the child would never see
+    the test's Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def git(repo: Path, *args: str) -> str:

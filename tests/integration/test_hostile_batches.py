@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from expdna.manifest.io import write_manifest
-from tests.factories import EXPDNA, invoke, manifest_of, synthetic, synthetic_doc
+from tests.factories import EXPDNA, interruptible, invoke, manifest_of, synthetic, synthetic_doc
 
 TIMEOUT_S = 60
 
@@ -150,6 +150,7 @@ def test_ctrl_c_exits_130_and_leaves_the_store_consistent(tmp_path: Path) -> Non
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=interruptible,
     )
     # a batch's log entry is written before its objects: recording has begun, and a
     # batch of the 2,000 runs is still to come, however loaded the machine

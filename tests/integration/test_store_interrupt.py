@@ -23,7 +23,7 @@ import pytest
 from expdna.manifest.io import write_manifest
 from expdna.store import Store
 from expdna.store.fsck import log_gaps
-from tests.factories import EXPDNA, synthetic
+from tests.factories import EXPDNA, interruptible, synthetic
 
 ROUNDS = 50
 PER_ROUND = 6
@@ -126,6 +126,7 @@ def test_ctrl_c_of_the_installed_record_scan(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interruptible,
     )
     deadline = time.monotonic() + 60
     while not (store / "objects" / "log").is_dir() and time.monotonic() < deadline:
