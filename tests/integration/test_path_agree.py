@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -295,15 +296,11 @@ ACCELERATE_MODES = {
 @pytest.mark.parametrize("name", list(ACCELERATE_MODES))
 def test_accelerate_generate_hook_and_run_agree(project: dict[str, Any], name: str) -> None:
     tmp, mode = project["tmp"], ACCELERATE_MODES[name]
-    gen = _generated(_accelerate(tmp / f"a-{name}-g", "--lr", "0.2", mode=mode), project, name)
-    out = tmp / f"a-{name}-hook"
-    hooked = _hooked(_accelerate(out, "--lr", "0.2", mode=mode), project, out)
-    around = tmp / f"a-{name}-run"
-    _run([EXPDNA, "run", "--output-dir", str(around), "--",
-          *_accelerate(tmp / f"a-{name}-r", "--lr", "0.2", mode=mode)], project,
-         outputs=(around, tmp / f"a-{name}-r"))  # fmt: skip
+    gen, hooked, ran = _three_ways(
+        lambda out: _accelerate(out, "--lr", "0.2", mode=mode), project, f"a-{name}"
+    )
     assert _differing(gen, hooked) == [] and _dna(gen) == _dna(hooked)
-    assert _dna(_manifest(around)) == _dna(gen)
+    assert _dna(ran) == _dna(gen)
     # accelerate sets these for its children; generate records what they will see.
     assert gen["config"]["selected_env"] == hooked["config"]["selected_env"]
     assert "OMP_NUM_THREADS" in gen["config"]["selected_env"]
@@ -326,6 +323,21 @@ def test_accelerate_generate_hook_and_run_agree(project: dict[str, Any], name: s
         assert _dna(_hooked(_accelerate(out, "--lr", "0.3", mode=mode), project, out)) == (
             _dna(other)
         )
+
+
+def _three_ways(
+    command: Callable[[Path], list[str]], project: dict[str, Any], tag: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``command(out)`` recorded by generate, by the hook inside it and by ``expdna run``
+    around it: their three manifests."""
+    tmp = project["tmp"]
+    generated = _generated(command(tmp / f"{tag}-g"), project, tag)
+    out = tmp / f"{tag}-hook"
+    hooked = _hooked(command(out), project, out)
+    around, inner = tmp / f"{tag}-run", tmp / f"{tag}-r"
+    _run([EXPDNA, "run", "--output-dir", str(around), "--", *command(inner)], project,
+         outputs=(around, inner))  # fmt: skip
+    return generated, hooked, _manifest(around)
 
 
 def _free_port() -> str:
@@ -353,15 +365,11 @@ DEEPSPEED_MODES = {
 def test_deepspeed_generate_hook_and_run_agree(project: dict[str, Any], name: str) -> None:
     pytest.importorskip("deepspeed")
     tmp, mode = project["tmp"], DEEPSPEED_MODES[name]
-    gen = _generated(_deepspeed(tmp / f"d-{name}-g", "--lr", "0.2", mode=mode), project, name)
-    out = tmp / f"d-{name}-hook"
-    hooked = _hooked(_deepspeed(out, "--lr", "0.2", mode=mode), project, out)
-    around = tmp / f"d-{name}-run"
-    _run([EXPDNA, "run", "--output-dir", str(around), "--",
-          *_deepspeed(tmp / f"d-{name}-r", "--lr", "0.2", mode=mode)], project,
-         outputs=(around, tmp / f"d-{name}-r"))  # fmt: skip
+    gen, hooked, ran = _three_ways(
+        lambda out: _deepspeed(out, "--lr", "0.2", mode=mode), project, f"d-{name}"
+    )
     assert _differing(gen, hooked) == [] and _dna(gen) == _dna(hooked)
-    assert _dna(_manifest(around)) == _dna(gen)
+    assert _dna(ran) == _dna(gen)
     # The hook names the launcher (its ancestor's command line), not the rank's own words.
     assert hooked["command"]["argv"][:2] == ["deepspeed", "--master_port"]
     assert "--local_rank=0" not in hooked["command"]["argv"]
