@@ -99,7 +99,7 @@ def render(report: Explanation, top: int = TOP) -> list[str]:
     help="Only runs where this manifest leaf holds VALUE (repeatable, as `runs --where`).",
 )
 @click.option("--bad", metavar="'NAME>X'", help="Split the runs: bad where NAME>X (or <, >=, <=).")
-@click.option("--worst", metavar="N%", help="Split the runs: the highest N%% of --metric are bad.")
+@click.option("--worst", metavar="N%", help="Split the runs: the highest N% of --metric are bad.")
 @click.option(
     "--status",
     "status",
