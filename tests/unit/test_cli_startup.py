@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from expdna.cli import COMMANDS, cli, load_command
 from expdna.store import Store
@@ -69,6 +70,23 @@ def test_help_lists_every_command_as_an_eager_group_would() -> None:
         lazy = cli.get_help(lazy_ctx)
     with click.Context(eager, info_name="expdna", **cli.context_settings) as eager_ctx:
         assert lazy == eager.get_help(eager_ctx)
+
+
+def _every_command(command: click.Command, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    found = [path]
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            found += _every_command(sub, (*path, name))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_prints_a_percent_sign_once(name: str) -> None:
+    # click formats no help text with %: a printf-style "N%%" reaches the reader doubled
+    for path in _every_command(load_command(name), (name,)):
+        done = CliRunner().invoke(cli, [*path, "--help"], prog_name="expdna")
+        assert done.exit_code == 0, done.output
+        assert "%%" not in done.output, (path, done.output)
 
 
 def _loaded_by(
