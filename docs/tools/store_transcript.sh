@@ -72,6 +72,14 @@ export EXPDNA_STORE="$DEMO/fleet/store"
 block explain-vbios; run "expdna explain --same-setup 20261201_100000_1c8e2fb_000000 --status failed"
 unset EXPDNA_STORE
 
+# ---- explain.md: twelve runs a hooked torch script recorded (tests/package_fleet.py) -----
+mkdir -p "$DEMO/pkgfleet" && cd "$DEMO/pkgfleet" || exit 1
+export EXPDNA_STORE="$DEMO/pkgfleet/store"
+python "$TOOLS/explain_package_fleet.py" "$DEMO/pkgfleet" || exit 1
+RUN=$(expdna runs --json --limit 1 | python -c "import json, sys; print(json.load(sys.stdin)[0]['run_id'])")
+block explain-package; run "expdna explain --status failed --same-setup $RUN"
+unset EXPDNA_STORE
+
 if [ "${EXPDNA_DOCS_BENCH:-0}" = 1 ]; then
   cd "$REPO" || exit 1
   block hook-bench; run "python benchmarks/hook_bench.py --store-only --repeat 3"
