@@ -389,10 +389,22 @@ def _extreme(centres: Sequence[float], middle: float) -> int:
     return max(range(len(centres)), key=lambda i: (abs(centres[i] - middle), centres[i]))
 
 
+def _midpoint(low: Floats, high: Floats) -> Floats:
+    """(low + high) / 2 elementwise, as ``np.median`` takes it, without overflowing: halving
+    is exact for a double (short of the subnormals), so low / 2 + high / 2 is the same
+    number wherever low + high is finite, and 1e308 where both are 1e308. Equal values are
+    their own midpoint (two infinities of one sign); -inf and +inf have none (NaN)."""
+    with np.errstate(invalid="ignore"):
+        found: Floats = np.where(low == high, low, low / 2 + high / 2)
+    return found
+
+
 def _middle(ordered: Floats) -> float:
     """The median of sorted values (as ``np.median``: the mean of the two middle ones)."""
     n = len(ordered)
-    return float((ordered[(n - 1) // 2] + ordered[n // 2]) / 2)
+    return float(
+        _midpoint(ordered[(n - 1) // 2 : (n - 1) // 2 + 1], ordered[n // 2 : n // 2 + 1])[0]
+    )
 
 
 @dataclass(frozen=True)
@@ -448,7 +460,7 @@ def _described(fleet: _Sorted, codes: Codes, numeric: bool) -> _Field:
         by = np.argsort(_narrow(coded, groups), kind="stable")
         starts = len(coded) - int(sizes.sum()) + np.cumsum(sizes) - sizes  # left out first
         values = ordered[by]
-        medians = (values[starts + (sizes - 1) // 2] + values[starts + sizes // 2]) / 2
+        medians = _midpoint(values[starts + (sizes - 1) // 2], values[starts + sizes // 2])
         centres = tuple(medians.tolist())
         extreme = _extreme(centres, _middle(kept))
         rest = _middle(ordered[tested & (coded != extreme)])
