@@ -14,6 +14,7 @@ from expdna.cli.output import emit_json
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.diff import Change, DiffReport, diff_manifests
+from expdna.manifest.display import printable
 from expdna.manifest.dna import DNA_VERSION, short
 
 #: Longest value shown whole in text output; JSON output always carries the full value.
@@ -31,9 +32,7 @@ def shown(value: Any) -> str:
     if match:
         return f"{match.group(1) or ''}{short(match.group(2))}…"
     # One line per change: control characters (a newline in an argv word) are escaped.
-    text = "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )
+    text = printable(text)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
 
 

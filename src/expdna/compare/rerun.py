@@ -30,6 +30,7 @@ from expdna.compare.command_check import argv_disagreements, command_in_dna
 from expdna.compare.env_policy import is_applied, not_applied_reason
 from expdna.compare.relaunch import SCRIPT_INTERPRETER, Relaunch, plan
 from expdna.errors import ExpdnaError, InvalidInputError, RefusedError
+from expdna.manifest.display import printable
 from expdna.manifest.dna import compute_dna, short
 from expdna.manifest.dna import verify_dna as recompute
 from expdna.manifest.escape import is_escaped, to_bytes, to_os_str
@@ -134,9 +135,7 @@ def _home_word(word: str) -> str:
 
 def _one_line(text: str) -> str:
     """``text`` safe inside a ``#`` comment: a newline would end the comment early."""
-    return "".join(
-        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
-    )
+    return printable(text)
 
 
 def _repo_lines(name: str, repo: Repo) -> list[str]:
