@@ -236,6 +236,10 @@ _W = ["--where", "a.b=1"]
         (["--metric", "m", "--status", "failed", *_W], "without --metric"),
         (["--metric", "m", "--where", "=1"], "expected PATH=VALUE"),
         (["--metric", "m"], "--same-setup RUN or --where"),
+        (["--metric", "", *_W], "--metric ''"),
+        (["--bad", "m>1_0", *_W], "--bad 'm>1_0'"),
+        (["--bad", "m>\uff12", *_W], "--bad 'm>\uff12'"),
+        (["--bad", "m>nan", *_W], "--bad 'm>nan'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -258,3 +262,121 @@ def test_on_postgresql_the_vbios_ranks_first(pg_store: Store) -> None:
     report = explain_runs(pg_store, asked(None, None, None, "failed"), same_setup=docs[0]["run_id"])
     assert report.findings[0].fields == ("hardware.gpus.vbios_version",)
     assert report.findings[0].q < ALPHA and report.runs == 40
+
+
+def _explained(root: Path, ref: str, *args: str) -> tuple[int, dict[str, Any], str]:
+    done = run(root, "explain", "--same-setup", ref, *args, "--json")
+    # strict JSON: no NaN or Infinity, whatever the metrics were
+    report = json.loads(done.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))
+    return done.returncode, report, done.stderr
+
+
+def test_runs_whose_loss_went_nan_are_bad_in_a_split(tmp_path: Path) -> None:
+    # the VBIOS fleet, where the .09 runs diverged instead of failing: their loss is NaN
+    docs = vbios_fleet()
+    for doc in docs:
+        doc["status"]["state"] = "completed"
+        if doc["hardware"]["gpus"][0]["vbios_version"] == VBIOS[1]:
+            doc["metrics"]["final_loss"] = float("nan")
+    diverged = sum(d["hardware"]["gpus"][0]["vbios_version"] == VBIOS[1] for d in docs)
+    root = _store(tmp_path, docs)
+    code, report, _ = _explained(root, docs[0]["run_id"], "--bad", "final_loss>3")
+    assert code == 0 and report["judged"] == 40
+    top = report["findings"][0]
+    assert top["fields"] == ["hardware.gpus.vbios_version"] and top["adjusted_p"] < ALPHA
+    assert (VBIOS[1], diverged, diverged) in {(v["value"], v["n"], v["bad"]) for v in top["values"]}
+    assert f"{diverged} runs have final_loss NaN: counted as bad" in report["limits"]
+    # ranked, NaN has no place: left out, and said so
+    code, report, _ = _explained(root, docs[0]["run_id"], "--metric", "final_loss")
+    assert code == 0 and report["judged"] == 40 - diverged
+    assert any(
+        line.startswith(f"{diverged} runs have final_loss NaN: left out")
+        for line in (report["limits"])
+    )
+
+
+def test_huge_metrics_give_strict_json_and_no_warning(tmp_path: Path) -> None:
+    docs = [
+        fleet_doc(i, seed=i % 4, nccl=NCCL[i % 2], final_loss=1e308 if i % 2 else -1e308)
+        for i in range(20)
+    ]
+    root = _store(tmp_path, docs)
+    code, report, stderr = _explained(root, docs[0]["run_id"], "--metric", "final_loss")
+    assert code == 0 and stderr == ""
+    top = report["findings"][0]
+    assert top["fields"] == ["hardware.nccl_version"]
+    assert sorted(v["centre"] for v in top["values"]) == [-1e308, 1e308]
+    assert top["difference"] is None  # 2e308 is past the double range
+
+
+def test_control_characters_in_values_are_escaped(tmp_path: Path) -> None:
+    hosts = ["evil\x1b[2J\x1b[31mRED", "line1\nline2"]
+    docs = [
+        fleet_doc(i, seed=i % 4, host=hosts[i % 2], state="failed" if i % 2 else "completed")
+        for i in range(20)
+    ]
+    root = _store(tmp_path, docs)
+    done = run(root, "explain", "--same-setup", docs[0]["run_id"], "--status", "failed")
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "line1\nline2" not in done.stdout
+    assert "evil\\x1b[2J\\x1b[31mRED" in done.stdout and "line1\\nline2" in done.stdout
+    # one table row per value, and the sentence on one line
+    sentence = next(line for line in done.stdout.splitlines() if line.startswith("runs with"))
+    assert sentence.startswith("runs with hardware.hostname line1\\nline2 failed in 10 of 10")
+
+
+def test_a_split_with_no_bad_run_or_no_good_run_is_a_negative_answer(tmp_path: Path) -> None:
+    docs = vbios_fleet()
+    root = _store(tmp_path, docs)
+    ref = docs[0]["run_id"]
+    none_bad = run(root, "explain", "--same-setup", ref, "--bad", "final_loss>100")
+    assert none_bad.returncode == 1
+    assert "none of the 40 judged runs had final_loss>100" in none_bad.stderr
+    all_bad = run(root, "explain", "--same-setup", ref, "--bad", "final_loss>0")
+    assert all_bad.returncode == 1 and "all 40 judged runs had final_loss>0" in all_bad.stderr
+    running = run(root, "explain", "--same-setup", ref, "--status", "running")
+    assert running.returncode == 1 and "none of the 40 judged runs" in running.stderr
+
+
+def test_worst_says_what_ties_made_of_the_share(tmp_path: Path) -> None:
+    # 40 runs, 8 of them at the highest loss: the highest 10% is 4 runs, ties make it 8
+    docs = [fleet_doc(i, seed=i % 4, final_loss=2.0 if i < 8 else 1.0) for i in range(40)]
+    root = _store(tmp_path, docs)
+    code, report, _ = _explained(
+        root, docs[0]["run_id"], "--metric", "final_loss", "--worst", "10%"
+    )
+    assert code == 0 and report["findings"][0]["fields"][0] == "config.resolved_args.seed"
+    assert "the highest 10% of final_loss: 8 of 40 runs, at or above 2" in report["limits"]
+    assert "runs tied at the cut: 10% of 40 is 4, not 8" in report["limits"]
+
+
+def test_a_value_that_reads_absent_is_not_the_absent_runs(tmp_path: Path) -> None:
+    docs = [fleet_doc(i, seed=i % 4, state="failed" if i % 2 else "completed") for i in range(24)]
+    for i, doc in enumerate(docs):
+        if i % 2:
+            del doc["hardware"]["nccl_version"]
+        else:
+            doc["hardware"]["nccl_version"] = "(absent)"
+    root = _store(tmp_path, docs)
+    code, report, _ = _explained(root, docs[0]["run_id"], "--status", "failed")
+    assert code == 0
+    found = _finding(report, "hardware.nccl_version")
+    assert sorted((v["value"], v.get("absent", False), v["bad"]) for v in found["values"]) == [
+        ("(absent)", False, 0),
+        ("(absent)", True, 12),
+    ]
+
+
+def test_long_values_that_differ_at_the_end_are_told_apart(tmp_path: Path) -> None:
+    builds = ["2.6.0a0+git1234567890abcdef1234567890ab-patched", "2.6.0a0+git1234567890ab-up"]
+    docs = [fleet_doc(i, seed=i % 4, state="failed" if i % 2 else "completed") for i in range(20)]
+    for i, doc in enumerate(docs):
+        doc["environment"]["packages"]["torch"] = builds[i % 2]
+    root = _store(tmp_path, docs)
+    done = run(root, "explain", "--same-setup", docs[0]["run_id"], "--status", "failed")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    rows = [line for line in lines if "2.6.0a0" in line and not line.startswith("runs with")]
+    shown = {row.split()[-5] if row.startswith("1 ") else row.split()[0] for row in rows}
+    assert len(shown) == 2  # the long one cut in its middle, its end kept
+    assert any(value.endswith("-patched") and "…" in value for value in shown)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import warnings
+
 import numpy as np
 import pytest
 from scipy import special, stats
@@ -148,8 +151,8 @@ def test_many_runs_share_fewer_resamples_and_an_extreme_field_takes_the_asymptot
     report = explain(4000, Outcome("numeric", "loss", metric="loss"), values, fields)
     assert report.findings[0].fields == ("a.b",)
     said = " ".join(limits(report))
-    assert "1 findings are beyond every permutation resample" in said
-    assert "1 fields were resampled only until their p-value was sure to be above 0.05" in said
+    assert "1 finding is beyond every permutation resample" in said
+    assert "1 field was resampled only until the p-value was sure to be above 0.05" in said
 
 
 def test_fields_that_split_alike_are_one_finding_and_rare_values_are_left_out() -> None:
@@ -171,9 +174,53 @@ def test_fields_that_split_alike_are_one_finding_and_rare_values_are_left_out() 
 
 def test_worst_marks_the_highest_share_bad() -> None:
     split = asked("loss", None, "20%", None).split([float(v) for v in range(10)] + [None])
-    assert split == [0.0] * 8 + [1.0, 1.0, None]
+    assert split.values == [0.0] * 8 + [1.0, 1.0, None]
+    assert split.notes == ("the highest 20% of loss: 2 of 10 runs, at or above 8",)
     below = asked(None, "acc<0.5", None, None)
-    assert below.metric == "acc" and below.split([0.4, 0.6]) == [1.0, 0.0]
+    assert below.metric == "acc" and below.split([0.4, 0.6]).values == [1.0, 0.0]
+
+
+def test_worst_says_how_many_runs_ties_made_bad() -> None:
+    split = asked("loss", None, "10%", None).split([1.0] * 6 + [2.0] * 4)
+    assert split.values == [0.0] * 6 + [1.0] * 4
+    assert split.notes == (
+        "the highest 10% of loss: 4 of 10 runs, at or above 2",
+        "runs tied at the cut: 10% of 10 is 1, not 4",
+    )
+
+
+def test_a_nan_metric_is_bad_in_a_split_and_left_out_of_a_ranking() -> None:
+    nan, inf = float("nan"), float("inf")
+    values: list[float | None] = [1.0, nan, inf, -inf, None]
+    by_threshold = asked(None, "loss>2", None, None).split(values)
+    assert by_threshold.values == [0.0, 1.0, 1.0, 0.0, None]
+    assert "1 run has loss NaN: counted as bad" in by_threshold.notes
+    assert "2 runs have an infinite loss: compared as a number beyond every finite one" in (
+        by_threshold.notes
+    )
+    # NaN above +inf: the highest 25% of four runs is the NaN one
+    assert asked("loss", None, "25%", None).split(values).values == [0.0, 1.0, 0.0, 0.0, None]
+    ranked = asked("loss", None, None, None).split(values)
+    assert ranked.values[:1] == [1.0] and ranked.values[1] != ranked.values[1]  # NaN kept
+    assert ranked.notes[-1] == "1 run has loss NaN: left out (--bad or --worst count them as bad)"
+    report = explain(5, Outcome("numeric", "loss", metric="loss"), ranked.values, {}, ranked.notes)
+    assert report.judged == 3 and report.missing == 1
+    said = limits(report)
+    assert ranked.notes[-1] in said and "1 of 5 runs have no loss: left out" in said
+
+
+def test_medians_of_huge_values_do_not_overflow() -> None:
+    big = 1e308
+    values: list[float | None] = [big] * 4 + [-big] * 4
+    fields = {"hardware.nccl": ["a"] * 4 + ["b"] * 4}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow in numpy warns
+        report = explain(8, Outcome("numeric", "loss", metric="loss"), values, fields)
+    [finding] = report.findings
+    assert [v.centre for v in finding.values] == [big, -big]
+    assert finding.difference == float("inf")  # past the double range: JSON says null
+    assert finding.to_dict()["difference"] is None
+    assert json.loads(json.dumps(report.to_dict(), allow_nan=False))["runs"] == 8
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from expdna.cli.output import emit_json
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.errors import InvalidInputError, NotFoundError
 from expdna.explain import load_numpy
-from expdna.manifest.display import short
+from expdna.manifest.display import printable, short
 
 if TYPE_CHECKING:
     from expdna.explain.report import Explanation, Finding
@@ -20,10 +20,25 @@ if TYPE_CHECKING:
 #: Findings printed by default (--json holds them all).
 TOP = 10
 _WIDE = 48
+_VALUE = 32
 
 
 def _cut(text: str, width: int = _WIDE) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """``text`` on one line, at most ``width`` characters: the middle gives way, as the
+    end is what tells builds apart (``2.6.0a0+git1234…-patched``)."""
+    text = printable(text)
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
+def _values(finding: Finding, width: int = _VALUE) -> list[str]:
+    """A finding's values as shown: cut to ``width``, unless two would then read alike."""
+    cut = [_cut(value.value, width) for value in finding.values]
+    if len(set(cut)) < len(cut):
+        return [printable(value.value) for value in finding.values]
+    return cut
 
 
 def _number(value: float) -> str:
@@ -32,6 +47,7 @@ def _number(value: float) -> str:
 
 def _rows(rank: int, finding: Finding, binary: bool) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
+    shown = _values(finding)
     for i, value in enumerate(finding.values):
         centre = f"{value.bad}/{value.n}" if binary else _number(value.centre)
         head = i == 0
@@ -39,7 +55,7 @@ def _rows(rank: int, finding: Finding, binary: bool) -> list[tuple[str, ...]]:
             (
                 str(rank) if head else "",
                 _cut(finding.fields[0]) if head else "",
-                _cut(value.value, 32),
+                shown[i],
                 str(value.n),
                 centre,
                 f"{finding.effect:+.2f}" if head else "",
@@ -69,7 +85,7 @@ def render(report: Explanation, top: int = TOP) -> list[str]:
         cells += _rows(rank, finding, binary)
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     numeric = {3, 4, 5, 6}
-    for row in cells:
+    for row in cells if report.findings else ():
         text = "  ".join(
             cell.rjust(width) if i in numeric else cell.ljust(width)
             for i, (cell, width) in enumerate(zip(row, widths, strict=True))
@@ -77,8 +93,8 @@ def render(report: Explanation, top: int = TOP) -> list[str]:
         lines.append(text.rstrip())
     if len(report.findings) > top:
         lines.append(f"... {len(report.findings) - top} more findings (--top, or --json)")
-    lines += ["", sentence(report), ""]
-    lines += [f"limits   {line}" for line in limits(report)]
+    lines += ["", printable(sentence(report)), ""] if report.findings else [sentence(report), ""]
+    lines += [f"limits   {printable(line)}" for line in limits(report)]
     return lines
 
 
@@ -127,8 +143,9 @@ def explain_command(
     For every field that varies among the runs (manifest leaves, package versions, node
     fingerprints), how the outcome differs per value, with a permutation p-value corrected
     for testing every field (Benjamini-Hochberg). Fields that split the runs identically are
-    one finding. An association, not a cause. Exit 1 when no selected run has the outcome.
-    Needs SciPy: pip install 'expdna[explain]'.
+    one finding. An association, not a cause. A NaN metric is bad in a --bad or --worst
+    split. Exit 1 when no selected run has the outcome, or when a split leaves no bad run or
+    no good one. Needs SciPy: pip install 'expdna[explain]'.
     """
     from expdna.explain.outcome import asked as parse_asked
     from expdna.store.queries import parse_where
@@ -146,7 +163,8 @@ def explain_command(
     with open_store(config, read_only=True) as store:
         report = explain_runs(store, asked, same_setup=same_setup, where=filters)
         unknown = store.unknown_paths(filters) if filters and not report.runs else None
-    if report.judged == 0:
+    nothing = report.nothing_to_explain()
+    if nothing is not None:
         if as_json:
             emit_json(report.to_dict())
         if unknown:
@@ -155,7 +173,7 @@ def explain_command(
                 for path, near in unknown.items()
             )
             raise NotFoundError(f"no runs to explain: {hints}")
-        raise NotFoundError(f"none of the {report.runs} selected runs has {report.outcome.label}")
+        raise NotFoundError(printable(nothing))
     if as_json:
         emit_json(report.to_dict())
         return

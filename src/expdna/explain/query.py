@@ -30,7 +30,8 @@ def explain_fleet(
 
     setup = setup_runs(store, same_setup) if same_setup is not None else None
     fleet = read_fleet(store, setup=setup, filters=where, metric=asked.metric, state=asked.state)
-    report = explain(len(fleet.runs), asked.outcome, asked.split(fleet.outcome), fleet.fields)
+    split = asked.split(fleet.outcome)
+    report = explain(len(fleet.runs), asked.outcome, split.values, fleet.fields, split.notes)
     return fleet, _with_setup(report, setup)
 
 

@@ -10,6 +10,7 @@ with a node) are one finding, tested once: the data cannot tell them apart.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -45,9 +46,13 @@ class ValueStat:
     bad: int | None = None
     #: the same runs' values of the finding's other fields
     aliases: tuple[str, ...] = ()
+    #: the runs that lack the field (``value`` reads "(absent)", as a run could hold)
+    absent: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"value": self.value, "n": self.n, "centre": self.centre}
+        found: dict[str, Any] = {"value": self.value, "n": self.n, "centre": _json(self.centre)}
+        if self.absent:
+            found["absent"] = True
         if self.bad is not None:
             found["bad"] = self.bad
         if self.aliases:
@@ -73,7 +78,7 @@ class Finding:
         return {
             "fields": list(self.fields),
             "values": [v.to_dict() for v in self.values],
-            "difference": self.difference,
+            "difference": _json(self.difference),
             "effect": self.effect,
             "extreme": self.values[self.extreme].value,
             "p": self.p,
@@ -93,6 +98,29 @@ class Explanation:
     too_few: list[str] = field(default_factory=list)
     per_run: list[str] = field(default_factory=list)
     setup: str | None = None
+    #: runs with no outcome at all (no such metric, no status section)
+    missing: int = 0
+    #: bad runs among the judged (a bad/good outcome)
+    bad: int | None = None
+    #: what the outcome's split did that the answer must say (NaN and infinite metrics)
+    notes: tuple[str, ...] = ()
+
+    def nothing_to_explain(self) -> str | None:
+        """Why there is no question to answer, or None: no run has the outcome, or a
+        bad/good outcome holds every judged run on one side."""
+        if self.judged == 0:
+            return f"none of the {self.runs} selected runs has {self._what()}"
+        if self.bad == 0:
+            return f"none of the {self.judged} judged runs {self.outcome.bad}: nothing to explain"
+        if self.bad == self.judged:
+            return (
+                f"all {self.judged} judged runs {self.outcome.bad}: no good run to tell them "
+                "apart from"
+            )
+        return None
+
+    def _what(self) -> str:
+        return self.outcome.metric or "a status section"
 
     @property
     def significant(self) -> list[Finding]:
@@ -115,6 +143,12 @@ class Explanation:
             "per_run_fields": list(self.per_run),
             "limits": limits(self),
         }
+
+
+def _json(value: float) -> float | None:
+    """A number JSON can hold: an infinite or NaN centre or difference (from infinite
+    metrics, or a difference past the double range) is null."""
+    return value if math.isfinite(value) else None
 
 
 def _rank(path: str) -> tuple[int, str]:
@@ -143,18 +177,23 @@ def explain(
     outcome: Outcome,
     values: Sequence[float | None],
     fields: Mapping[str, Column | Sequence[str]],
+    notes: Sequence[str] = (),
 ) -> Explanation:
     """Test every field of ``fields`` (path -> a :class:`Column`, or a value per run)
-    against ``values`` (the outcome per run, None where a run has none)."""
+    against ``values`` (the outcome per run, None where a run has none, NaN where it
+    cannot be ranked: left out, as ``notes`` say)."""
     import numpy as np
 
     from expdna.explain import association
     from expdna.store.explain import Column
 
-    kept = np.array([i for i, v in enumerate(values) if v is not None], dtype=np.int64)
+    kept = np.array(
+        [i for i, v in enumerate(values) if v is not None and not math.isnan(v)], dtype=np.int64
+    )
     outcome_values = np.array([values[i] for i in kept.tolist()], dtype=float)
     together: dict[bytes, list[str]] = {}
     coded: dict[str, tuple[tuple[str, ...], Any, Any]] = {}
+    lacking: dict[str, int] = {}  # path -> the new code of its runs without the field
     too_few: list[str] = []
     per_run: list[str] = []
     for path, given in fields.items():
@@ -166,6 +205,8 @@ def explain(
         if len(counts) < 2:
             continue  # the same for every judged run
         names = tuple(column.names[k] for k in old.tolist())
+        if column.absent and (old == len(column.names) - 1).any():
+            lacking[path] = int(np.argmax(old == len(column.names) - 1))
         if counts.max() == 1:
             per_run.append(path)
         elif int((counts >= MIN_RUNS).sum()) < 2:
@@ -193,11 +234,13 @@ def explain(
         for position, k in enumerate(order):
             aliases = tuple(other[k] for other in others)
             n = int(counts[k])
+            absent = lacking.get(paths[0]) == k
             if outcome.kind == "binary":
                 bad = test.bad[position]
-                stats.append(ValueStat(names[k], n, bad / n, bad, aliases))
+                stats.append(ValueStat(names[k], n, bad / n, bad, aliases, absent))
             else:
-                stats.append(ValueStat(names[k], n, test.centres[position], None, aliases))
+                centre = test.centres[position]
+                stats.append(ValueStat(names[k], n, centre, None, aliases, absent))
         left_out = int(counts.sum()) - sum(s.n for s in stats)
         tested.append((paths, stats, test, stats[test.extreme].centre - test.rest, left_out))
     qs = association.adjusted([t[2].p for t in tested])
@@ -216,7 +259,17 @@ def explain(
         for (paths, stats, found, difference, left_out), q in zip(tested, qs, strict=True)
     ]
     findings.sort(key=lambda f: (f.q, f.p, -abs(f.effect), _rank(f.fields[0])))
-    return Explanation(outcome, runs, len(kept), findings, sorted(too_few), sorted(per_run))
+    return Explanation(
+        outcome,
+        runs,
+        len(kept),
+        findings,
+        sorted(too_few),
+        sorted(per_run),
+        missing=sum(v is None for v in values),
+        bad=int(outcome_values.sum()) if outcome.kind == "binary" else None,
+        notes=tuple(notes),
+    )
 
 
 def _number(value: float) -> str:
@@ -254,30 +307,38 @@ def limits(report: Explanation) -> list[str]:
         "was not recorded, or that changed with it",
         f"values held by fewer than {MIN_RUNS} runs are left out of their field's test",
     ]
-    if report.runs > report.judged:
-        lines.append(
-            f"{report.runs - report.judged} of {report.runs} runs have no "
-            f"{report.outcome.label}: left out"
-        )
+    lines += report.notes
+    if report.missing:
+        lines.append(f"{report.missing} of {report.runs} runs have no {report._what()}: left out")
     if report.too_few:
         shown = ", ".join(report.too_few[:8]) + (", ..." if len(report.too_few) > 8 else "")
-        lines.append(f"too few runs to judge {len(report.too_few)} varying fields: {shown}")
+        lines.append(f"too few runs to judge {_fields(len(report.too_few))}: {shown}")
     if report.per_run:
         lines.append(
-            f"{len(report.per_run)} fields differ in every run (they name runs): not tested"
+            f"{_count(len(report.per_run), 'field differs', 'fields differ')} in every run "
+            "(they name runs): not tested"
         )
     tails = sum(f.method.endswith("asymptotic tail") for f in report.findings)
     if tails:
         lines.append(
-            f"{tails} findings are beyond every permutation resample: their p-values are "
-            "the statistic's asymptotic tail"
+            f"{_count(tails, 'finding is', 'findings are')} beyond every permutation "
+            "resample: their p-values are the statistic's asymptotic tail"
         )
     stopped = sum(f.method.startswith("permutation (stopped") for f in report.findings)
     if stopped:
         lines.append(
-            f"{stopped} fields were resampled only until their p-value was sure to be above "
-            f"{ALPHA} (a sequential permutation test): those p-values are coarse"
+            f"{_count(stopped, 'field was', 'fields were')} resampled only until the p-value "
+            f"was sure to be above {ALPHA} (a sequential permutation test): those p-values are "
+            "coarse"
         )
     if report.judged < 2 * MIN_RUNS:
-        lines.append(f"only {report.judged} runs: no field can be judged")
+        lines.append(f"only {_count(report.judged, 'run', 'runs')}: no field can be judged")
     return lines
+
+
+def _count(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _fields(count: int) -> str:
+    return _count(count, "varying field", "varying fields")

@@ -19,6 +19,7 @@ once per distinct listing. The statistics are in :mod:`expdna.explain`.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,9 @@ class Column:
 
     names: tuple[str, ...]
     codes: Codes
+    #: whether the last of ``names`` stands for the runs that lack the field (it reads
+    #: :data:`ABSENT`, which a run could also hold as a value)
+    absent: bool = False
 
     @classmethod
     def of(cls, values: Sequence[str]) -> Column:
@@ -202,11 +206,39 @@ def read_fleet(
         outcome = [None if s is None else float(s == state) for _, _, s in rows]
     else:
         outcome = [values.get(int(pk)) for pk, _, _ in rows]
+        if metric is not None:
+            for position, number in _non_finite(cells, ids, texts, f"metrics.{metric}").items():
+                outcome[position] = number
     fields = _columns(len(rows), cells, texts, ids)
     if PACKAGES_DIGEST in fields:
         fields.update(_installed(store, fields[PACKAGES_DIGEST]))
     log.debug("explain: %d runs, %d fields read", len(runs), len(fields))
     return Fleet(runs, outcome, dict(sorted(fields.items())), setup)
+
+
+#: How a manifest writes a non-finite metric (canonical JSON has no NaN): the index holds it
+#: as a fact, not in ``metrics``.
+_NON_FINITE = {"<non-finite:nan>": math.nan, "<non-finite:inf>": math.inf}
+_NON_FINITE["<non-finite:-inf>"] = -math.inf
+
+
+def _non_finite(
+    cells: Cells, ids: Codes, texts: tuple[list[str], list[str]], path: str
+) -> dict[int, float]:
+    """Run position -> the metric at ``path`` where it is NaN or infinite."""
+    marked = {
+        int(i): _NON_FINITE[value]
+        for i, leaf, value in zip(ids.tolist(), *texts, strict=True)
+        if leaf == path and value in _NON_FINITE
+    }
+    if not marked:
+        return {}
+    runs, value_ids = cells
+    hit = np.isin(value_ids, np.array(list(marked), dtype=np.int64))
+    return {
+        int(run): marked[int(value)]
+        for run, value in zip(runs[hit].tolist(), value_ids[hit].tolist(), strict=True)
+    }
 
 
 def _expand(positions: Codes, links: Codes, keys: Codes, counts: Codes, flat: Codes) -> Cells:
@@ -305,7 +337,8 @@ def _columns(
         if absent:
             renumber[0] = len(held)  # the absent last
         held_names = tuple(texts_of[v - 1] for v in held.tolist())
-        fields[name] = Column((*held_names, ABSENT) if absent else held_names, renumber[shifted])
+        names_of = (*held_names, ABSENT) if absent else held_names
+        fields[name] = Column(names_of, renumber[shifted], bool(absent))
     return fields
 
 
@@ -332,16 +365,21 @@ def _joined(key: Codes, value: Codes, texts: list[str]) -> Codes:
 
 def _installed(store: Store, listings: Column) -> dict[str, Column]:
     """``installed.NAME`` columns from the package listing each run's digest names."""
-    read = [{} if ref == ABSENT else _listing(store, ref) for ref in listings.names]
+    unlisted = len(listings.names) - 1 if listings.absent else -1
+    read = [{} if k == unlisted else _listing(store, ref) for k, ref in enumerate(listings.names)]
     packages = sorted({name for versions in read for name in versions})
     fields: dict[str, Column] = {}
     for name in packages:
-        versions = [versions.get(name, ABSENT) for versions in read]
-        distinct = sorted(set(versions))
+        versions = [versions.get(name) for versions in read]
+        distinct: list[str | None] = [*sorted({v for v in versions if v is not None})]
+        missing = None in versions
+        if missing:
+            distinct.append(None)  # the absent last
         if len(distinct) == 1:
             continue
         lookup = np.array([distinct.index(v) for v in versions], dtype=np.int64)
-        fields[INSTALLED + name] = Column(tuple(distinct), lookup[listings.codes])
+        names = tuple(ABSENT if v is None else v for v in distinct)
+        fields[INSTALLED + name] = Column(names, lookup[listings.codes], missing)
     return fields
 
 
