@@ -4,8 +4,10 @@ metric per value of each top field, on a real SQLite store of a fleet with a pla
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from markupsafe import escape
@@ -52,3 +54,31 @@ def test_explain_page_ranks_like_the_cli_and_draws_each_value(tmp_path: Path) ->
         assert f'aria-label="final_loss of the runs with {value}"' in drawn
     assert drawn.count('<circle class="dot"') >= 40
     assert "<script" not in html and "association, not cause" in html
+
+
+def _client(tmp_path: Path, docs: list[dict[str, Any]]) -> tuple[Path, TestClient]:
+    """A store of ``docs`` under ``tmp_path``, and a client of the web view over it."""
+    from expdna.ui.app import create_app
+
+    root = tmp_path / "store"
+    with Store.open(root) as store:
+        record_fleet(store, docs)
+    return root, TestClient(create_app(StoreConfig(path=root)), base_url="http://localhost")
+
+
+def test_the_rank_column_numbers_each_finding(tmp_path: Path) -> None:
+    docs = nccl_fleet()
+    root, client = _client(tmp_path, docs)
+    with client:
+        page = client.get(
+            "/explain", params={"metric": "final_loss", "same_setup": docs[0]["run_id"]}
+        )
+    assert page.status_code == 200, page.text[:300]
+    cli = json.loads(
+        invoke(
+            root, "explain", "--metric", "final_loss", "--same-setup", docs[0]["run_id"], "--json"
+        ).output
+    )
+    ranks = re.findall(r'<tr>\s*<td rowspan="\d+">(\d+)</td>', page.text)
+    assert len(cli["findings"]) >= 2
+    assert ranks == [str(k) for k in range(1, len(cli["findings"]) + 1)]
