@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from expdna.errors import NotFoundError
 from expdna.explain.outcome import Asked
 from expdna.store.queries import Filter
 
@@ -32,6 +33,22 @@ def explain_fleet(
     fleet = read_fleet(store, setup=setup, filters=where, metric=asked.metric, state=asked.state)
     report = explain(len(fleet.runs), asked.outcome, asked.split(fleet.outcome), fleet.fields)
     return fleet, _with_setup(report, setup)
+
+
+def check_answered(store: Store, report: Explanation, where: Sequence[Filter] = ()) -> None:
+    """Raise :class:`NotFoundError` where no selected run has the outcome: a negative
+    answer, not an empty table. Where no run matched ``where``, the error names each path
+    no recorded run has and the nearest paths some run has (a typo in ``--where``)."""
+    if report.judged:
+        return
+    unknown = store.unknown_paths(where) if where and not report.runs else None
+    if unknown:
+        hints = "; ".join(
+            f"no run has {path}" + (f" (did you mean {', '.join(near)}?)" if near else "")
+            for path, near in unknown.items()
+        )
+        raise NotFoundError(f"no runs to explain: {hints}")
+    raise NotFoundError(f"none of the {report.runs} selected runs has {report.outcome.label}")
 
 
 def _with_setup(report: Explanation, setup: str | None) -> Explanation:

@@ -218,7 +218,7 @@ def explain_page(request: Request) -> Response:
     from expdna.explain import load_numpy
 
     load_numpy()
-    from expdna.explain.query import explain_fleet
+    from expdna.explain.query import check_answered, explain_fleet
     from expdna.explain.report import limits, sentence
 
     asked = parse_asked(
@@ -227,9 +227,11 @@ def explain_page(request: Request) -> Response:
     filters = [parse_where(w) for w in where]
     if not form["same_setup"] and not filters:
         raise InvalidInputError("give the runs to explain: same_setup=RUN or where=PATH=VALUE")
+    store = _store(request)
     fleet, report = explain_fleet(
-        _store(request), asked, same_setup=form["same_setup"] or None, where=filters
+        store, asked, same_setup=form["same_setup"] or None, where=filters
     )
+    check_answered(store, report, filters)  # the CLI's negative answer, not an empty table
     plots = []
     if asked.metric is not None:
         metric = fleet.outcome

@@ -15,7 +15,7 @@ from markupsafe import escape
 from expdna.store import Store
 from expdna.store.config import StoreConfig
 from tests.factories import invoke
-from tests.fleets import NCCL, nccl_fleet, record_fleet
+from tests.fleets import NCCL, nccl_fleet, record_fleet, vbios_fleet
 
 with warnings.catch_warnings():  # Starlette 1.x asks for httpx2 behind its test client
     warnings.simplefilter("ignore")
@@ -82,3 +82,42 @@ def test_the_rank_column_numbers_each_finding(tmp_path: Path) -> None:
     ranks = re.findall(r'<tr>\s*<td rowspan="\d+">(\d+)</td>', page.text)
     assert len(cli["findings"]) >= 2
     assert ranks == [str(k) for k in range(1, len(cli["findings"]) + 1)]
+
+
+def _cli_error(root: Path, *args: str) -> str:
+    """The message ``expdna explain ARGS`` exits 1 with (its one line, less the prefix)."""
+    done = invoke(root, "explain", *args)
+    assert done.exit_code == 1, done.output
+    [line] = done.output.strip().splitlines()
+    return line.removeprefix("expdna: error: ")
+
+
+@pytest.mark.parametrize(
+    ("params", "args"),
+    [
+        ({"metric": "nosuch"}, ["--metric", "nosuch"]),
+        (
+            {"status": "failed", "where": "training.algoritm=grpo"},
+            ["--status", "failed", "--where", "training.algoritm=grpo"],
+        ),
+    ],
+    ids=["no-run-has-the-metric", "a-typo-in-where"],
+)
+def test_no_run_with_the_outcome_is_the_clis_not_found(
+    tmp_path: Path, params: dict[str, str], args: list[str]
+) -> None:
+    docs = vbios_fleet()
+    root, client = _client(tmp_path, docs)
+    if "where" not in params:
+        params = {**params, "same_setup": docs[0]["run_id"]}
+        args = [*args, "--same-setup", docs[0]["run_id"]]
+    with client:
+        page = client.get("/explain", params=params)
+    message = _cli_error(root, *args)
+    assert page.status_code == 404, page.text[:300]
+    assert f'<p class="error">{escape(message)}</p>' in page.text
+    if "where" in params:
+        assert "did you mean training.algorithm?" in message
+    else:
+        assert message == "none of the 40 selected runs has nosuch"
+    assert 'class="explain"' not in page.text  # no empty table of findings
