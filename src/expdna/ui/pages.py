@@ -9,12 +9,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from expdna.errors import InvalidInputError, NotFoundError
+from expdna.errors import ExpdnaError, InvalidInputError, NotFoundError
 from expdna.store import queries
 from expdna.store.facade import Store
 from expdna.store.queries import parse_where
 from expdna.ui import reads
-from expdna.ui.app import render
+from expdna.ui.app import error_status, render
 from expdna.ui.params import any_given, find_filters, flag, runs_query, text, values, whole
 from expdna.ui.svg import lineage_graph, strip, strips_per_value
 
@@ -200,18 +200,41 @@ EXPLAIN_DRAWN = 5
 
 def explain_page(request: Request) -> Response:
     """``expdna explain`` as a form and its answer: the ranked table, the top sentence, the
-    limits, and a strip of the metric per value of each top field."""
-    from expdna.explain.outcome import asked as parse_asked
+    limits, and a strip of the metric per value of each top field.
 
+    Bad input (400) and a negative answer (404) come back as the form again, filled with
+    what was sent and the CLI's message above it, so it can be corrected in place."""
     params = request.query_params
     form = {
         name: text(params, name) or ""
         for name in ("metric", "same_setup", "bad", "worst", "status")
     }
     where = values(params, "where")
-    context: dict[str, Any] = {"form": form, "where": where, "report": None, "plots": []}
+    context: dict[str, Any] = {
+        "form": form,
+        "where": where,
+        "report": None,
+        "plots": [],
+        "error": None,
+    }
     if not any(form.values()) and not where:
         return render(request, "explain.html", context)
+    try:
+        context.update(_explained(_store(request), form, where))
+    except ExpdnaError as exc:
+        status = error_status(exc)
+        if status == 500:
+            raise  # the store failed, not the question: the app's handler logs it
+        context["error"] = str(exc)
+        return render(request, "explain.html", context, status_code=status)
+    return render(request, "explain.html", context)
+
+
+def _explained(store: Store, form: dict[str, str], where: list[str]) -> dict[str, Any]:
+    """The explain page's answer to the filled ``form`` and ``where``, as the CLI decides it:
+    the same errors for bad input and for no run with the outcome."""
+    from expdna.explain.outcome import asked as parse_asked
+
     # found, not imported: only the exact test of a small fleet imports it
     if importlib.util.find_spec("scipy") is None:
         raise InvalidInputError("the explain view needs SciPy: pip install 'expdna[explain]'")
@@ -227,7 +250,6 @@ def explain_page(request: Request) -> Response:
     filters = [parse_where(w) for w in where]
     if not form["same_setup"] and not filters:
         raise InvalidInputError("give the runs to explain: same_setup=RUN or where=PATH=VALUE")
-    store = _store(request)
     fleet, report = explain_fleet(
         store, asked, same_setup=form["same_setup"] or None, where=filters
     )
@@ -249,10 +271,13 @@ def explain_page(request: Request) -> Response:
                 for v in finding.values
             ]
             plots.append((finding, strips_per_value(groups)))
-    context.update(
-        report=report, plots=plots, top=sentence(report), limits=limits(report), metric=asked.metric
-    )
-    return render(request, "explain.html", context)
+    return {
+        "report": report,
+        "plots": plots,
+        "top": sentence(report),
+        "limits": limits(report),
+        "metric": asked.metric,
+    }
 
 
 def checkpoint_page(request: Request) -> Response:

@@ -121,3 +121,31 @@ def test_no_run_with_the_outcome_is_the_clis_not_found(
     else:
         assert message == "none of the 40 selected runs has nosuch"
     assert 'class="explain"' not in page.text  # no empty table of findings
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "message"),
+    [
+        ({"metric": "final_loss", "worst": "200%", "same_setup": "RUN"}, 400, "--worst '200%'"),
+        ({"metric": "final_loss", "where": "=grpo"}, 400, "expected PATH=VALUE"),
+        ({"metric": "final_loss", "same_setup": "20991231_no_such_run"}, 404, "no_such_run"),
+        ({"metric": "nosuch", "where": "training.algorithm=grpo"}, 404, "has nosuch"),
+    ],
+    ids=["bad-worst", "bad-where", "unknown-run", "no-outcome"],
+)
+def test_an_error_shows_the_form_filled_with_what_was_sent(
+    tmp_path: Path, params: dict[str, str], status: int, message: str
+) -> None:
+    docs = vbios_fleet()[:8]
+    _, client = _client(tmp_path, docs)
+    if params.get("same_setup") == "RUN":
+        params = {**params, "same_setup": docs[0]["run_id"]}
+    with client:
+        page = client.get("/explain", params=params)
+    assert page.status_code == status, page.text[:300]
+    html = page.text
+    assert '<form method="get" action="/explain">' in html
+    for name, value in params.items():
+        assert f'name="{name}" value="{escape(value)}"' in html, name
+    [shown] = re.findall(r'<p class="error">(.*?)</p>', html, re.DOTALL)
+    assert str(escape(message)) in shown
