@@ -45,6 +45,9 @@ class ValueStat:
     bad: int | None = None
     #: the same runs' values of the finding's other fields
     aliases: tuple[str, ...] = ()
+    #: the value's index in its first field's ``Column.names``: two values may read alike
+    #: (a value "A|B", and a run's two GPUs' "A" and "B" joined), their codes differ
+    code: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {"value": self.value, "n": self.n, "centre": self.centre}
@@ -154,7 +157,7 @@ def explain(
     kept = np.array([i for i, v in enumerate(values) if v is not None], dtype=np.int64)
     outcome_values = np.array([values[i] for i in kept.tolist()], dtype=float)
     together: dict[bytes, list[str]] = {}
-    coded: dict[str, tuple[tuple[str, ...], Any, Any]] = {}
+    coded: dict[str, tuple[tuple[str, ...], Any, Any, list[int]]] = {}
     too_few: list[str] = []
     per_run: list[str] = []
     for path, given in fields.items():
@@ -171,13 +174,13 @@ def explain(
         elif int((counts >= MIN_RUNS).sum()) < 2:
             too_few.append(path)
         else:
-            coded[path] = (names, codes, counts)
+            coded[path] = (names, codes, counts, old.tolist())
             together.setdefault(codes.tobytes(), []).append(path)
     groups: list[tuple[list[str], list[int], tuple[str, ...], list[tuple[str, ...]]]] = []
     splits = []
     for group in together.values():
         paths = sorted(group, key=_rank)
-        names, codes, counts = coded[paths[0]]
+        names, codes, counts, _ = coded[paths[0]]
         others = [coded[p][0] for p in paths[1:]]  # same codes: value k is their names[k]
         order = sorted(range(len(names)), key=lambda k: (-counts[k], names[k]))
         order = [k for k in order if counts[k] >= MIN_RUNS]
@@ -188,16 +191,17 @@ def explain(
     found = association.associations(outcome.kind, outcome_values, splits, ALPHA)
     tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
     for (paths, order, names, others), test in zip(groups, found, strict=True):
-        _, _, counts = coded[paths[0]]
+        _, _, counts, column_codes = coded[paths[0]]
         stats: list[ValueStat] = []
         for position, k in enumerate(order):
             aliases = tuple(other[k] for other in others)
             n = int(counts[k])
+            code = column_codes[k]
             if outcome.kind == "binary":
                 bad = test.bad[position]
-                stats.append(ValueStat(names[k], n, bad / n, bad, aliases))
+                stats.append(ValueStat(names[k], n, bad / n, bad, aliases, code))
             else:
-                stats.append(ValueStat(names[k], n, test.centres[position], None, aliases))
+                stats.append(ValueStat(names[k], n, test.centres[position], None, aliases, code))
         left_out = int(counts.sum()) - sum(s.n for s in stats)
         tested.append((paths, stats, test, stats[test.extreme].centre - test.rest, left_out))
     qs = association.adjusted([t[2].p for t in tested])

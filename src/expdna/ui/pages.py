@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -16,7 +16,11 @@ from expdna.store.queries import parse_where
 from expdna.ui import reads
 from expdna.ui.app import error_status, render
 from expdna.ui.params import any_given, find_filters, flag, runs_query, text, values, whole
-from expdna.ui.svg import lineage_graph, strip, strips_per_value
+from expdna.ui.svg import Strip, lineage_graph, strip, strips_per_value
+
+if TYPE_CHECKING:
+    from expdna.explain.report import Finding
+    from expdna.store.explain import Fleet
 
 #: Lines and characters of a patch shown on a run's page, so a page stays under 200 KB;
 #: the whole patch is in the stored manifest (/api/runs/RUN/manifest and its patch object).
@@ -256,21 +260,7 @@ def _explained(store: Store, form: dict[str, str], where: list[str]) -> dict[str
     check_answered(store, report, filters)  # the CLI's negative answer, not an empty table
     plots = []
     if asked.metric is not None:
-        metric = fleet.outcome
-        for finding in report.findings[:EXPLAIN_DRAWN]:
-            column = fleet.fields[finding.fields[0]].values()
-            groups = [
-                (
-                    v.value,
-                    [
-                        (fleet.runs[i], m)
-                        for i, m in enumerate(metric)
-                        if m is not None and column[i] == v.value
-                    ],
-                )
-                for v in finding.values
-            ]
-            plots.append((finding, strips_per_value(groups)))
+        plots = [(f, _strips(fleet, f)) for f in report.findings[:EXPLAIN_DRAWN]]
     return {
         "report": report,
         "plots": plots,
@@ -278,6 +268,27 @@ def _explained(store: Store, form: dict[str, str], where: list[str]) -> dict[str
         "limits": limits(report),
         "metric": asked.metric,
     }
+
+
+def _strips(fleet: Fleet, finding: Finding) -> list[tuple[str, Strip]]:
+    """The metric of the runs of each value of ``finding``'s first field, one strip each.
+
+    Runs are grouped by the value's code in the field's column, not by its text: two
+    values can read alike (a VBIOS recorded as "A|B", and two GPUs' "A" and "B" joined;
+    a value "(absent)" and no value) and still be two values."""
+    codes = fleet.fields[finding.fields[0]].codes.tolist()
+    groups = [
+        (
+            v.value,
+            [
+                (run, m)
+                for run, m, code in zip(fleet.runs, fleet.outcome, codes, strict=True)
+                if m is not None and code == v.code
+            ],
+        )
+        for v in finding.values
+    ]
+    return strips_per_value(groups)
 
 
 def checkpoint_page(request: Request) -> Response:

@@ -14,8 +14,9 @@ from markupsafe import escape
 
 from expdna.store import Store
 from expdna.store.config import StoreConfig
+from expdna.store.explain import ABSENT
 from tests.factories import invoke
-from tests.fleets import NCCL, nccl_fleet, record_fleet, vbios_fleet
+from tests.fleets import NCCL, fleet_doc, nccl_fleet, record_fleet, vbios_fleet
 
 with warnings.catch_warnings():  # Starlette 1.x asks for httpx2 behind its test client
     warnings.simplefilter("ignore")
@@ -149,3 +150,50 @@ def test_an_error_shows_the_form_filled_with_what_was_sent(
         assert f'name="{name}" value="{escape(value)}"' in html, name
     [shown] = re.findall(r'<p class="error">(.*?)</p>', html, re.DOTALL)
     assert str(escape(message)) in shown
+
+
+def _strip_rows(html: str, path: str) -> list[tuple[str, set[str]]]:
+    """The strips drawn for the finding whose first field is ``path``: each row's value and
+    the run ids its dots name."""
+    drawn = html.split("per value of the top fields", 1)[1]
+    section = drawn.split(f"<h3><code>{path}</code></h3>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r'<tr><td class="mono">(.*?)</td>(.*?)</tr>', section, re.DOTALL)
+    return [(value, set(re.findall(r"<title>([^<:]+): ", svg))) for value, svg in rows]
+
+
+#: Each group's two GPUs' VBIOS: the second and the third both read "A|B".
+_VBIOS_ALIKE = (("A", "A"), ("A|B", "A|B"), ("A", "B"))
+
+
+def _alike_fleet(field: str) -> tuple[list[dict[str, Any]], str, list[set[str]]]:
+    """24 runs in three groups of 8, each with its own loss, that differ in ``field`` by
+    values two of which read alike; the field's path and each group's run ids."""
+    docs = []
+    for i in range(24):
+        group = i // 8
+        doc = fleet_doc(i, seed=i % 4, final_loss=1.0 + group + (i % 8) / 100)
+        if field == "vbios":  # one VBIOS "A|B", and two GPUs' "A" and "B" joined as "A|B"
+            for gpu, vbios in zip(doc["hardware"]["gpus"], _VBIOS_ALIKE[group], strict=True):
+                gpu["vbios_version"] = vbios
+        elif group == 2:  # NCCL "(absent)", no NCCL recorded, and one more
+            del doc["hardware"]["nccl_version"]
+        else:
+            doc["hardware"]["nccl_version"] = ("2.21.5", ABSENT)[group]
+        docs.append(doc)
+    path = "hardware.gpus.vbios_version" if field == "vbios" else "hardware.nccl_version"
+    groups = [{d["run_id"] for d in docs[k * 8 : (k + 1) * 8]} for k in range(3)]
+    return docs, path, groups
+
+
+@pytest.mark.parametrize("field", ["vbios", "nccl"])
+def test_two_values_that_read_alike_are_two_strips(tmp_path: Path, field: str) -> None:
+    docs, path, groups = _alike_fleet(field)
+    _, client = _client(tmp_path, docs)
+    with client:
+        page = client.get(
+            "/explain", params={"metric": "final_loss", "same_setup": docs[0]["run_id"]}
+        )
+    assert page.status_code == 200, page.text[:300]
+    rows = _strip_rows(page.text, path)
+    assert len(rows) == 3 and len({value for value, _ in rows}) == 2  # two read alike
+    assert sorted(map(sorted, (runs for _, runs in rows))) == sorted(map(sorted, groups))
