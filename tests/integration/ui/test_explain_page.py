@@ -4,6 +4,7 @@ metric per value of each top field, on a real SQLite store of a fleet with a pla
 from __future__ import annotations
 
 import json
+import math
 import re
 import warnings
 from pathlib import Path
@@ -197,3 +198,20 @@ def test_two_values_that_read_alike_are_two_strips(tmp_path: Path, field: str) -
     rows = _strip_rows(page.text, path)
     assert len(rows) == 3 and len({value for value, _ in rows}) == 2  # two read alike
     assert sorted(map(sorted, (runs for _, runs in rows))) == sorted(map(sorted, groups))
+
+
+def test_huge_metrics_draw_finite_coordinates(tmp_path: Path) -> None:
+    docs = nccl_fleet()
+    # near the largest float: positive on one NCCL, negative on the other
+    for i, doc in enumerate(docs):
+        doc["metrics"]["final_loss"] = (1.7e308, -1.7e308, 1e308, -1e308)[i % 4]
+    _, client = _client(tmp_path, docs)
+    with client:
+        page = client.get(
+            "/explain", params={"metric": "final_loss", "same_setup": docs[0]["run_id"]}
+        )
+    assert page.status_code == 200, page.text[:300]
+    drawn = page.text.split("per value of the top fields", 1)[1]
+    coordinates = re.findall(r'\b(?:cx|cy|x|x1|x2|y|width)="([^"]*)"', drawn)
+    assert coordinates and drawn.count('<circle class="dot"') >= 40
+    assert all(math.isfinite(float(c)) for c in coordinates), sorted(set(coordinates))
