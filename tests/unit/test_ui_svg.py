@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 from expdna.store.entities import LineageEdge, LineageReport
-from expdna.store.stability import summarise
-from expdna.ui.svg import COLUMN, STRIP_HEIGHT, STRIP_WIDTH, lineage_graph, strip
+from expdna.store.stability import MetricStats, summarise
+from expdna.ui.svg import (
+    COLUMN,
+    STRIP_HEIGHT,
+    STRIP_WIDTH,
+    Strip,
+    lineage_graph,
+    strip,
+    strips_per_value,
+)
 
 
 def test_a_strip_spans_min_to_max_with_the_mean_and_a_std_box() -> None:
@@ -75,3 +84,42 @@ def test_past_a_hundred_runs_a_box_plot_of_quartiles_replaces_the_dots() -> None
     q = plot.quartiles
     assert q.low == 10 and q.high == STRIP_WIDTH - 10
     assert q.low < q.q1 < q.median == plot.mean_x < q.q3 < q.high
+
+
+def _coordinates(plot: Strip) -> list[float]:
+    found = [plot.mean_x, *(c for p in plot.points for c in (p.x, p.y)), *(plot.box or ())]
+    if plot.quartiles is not None:
+        q = plot.quartiles
+        found += [q.low, q.q1, q.median, q.q3, q.high]
+    return found
+
+
+def test_the_largest_floats_of_both_signs_span_the_strip() -> None:
+    # 1e308 - -1e308 overflows to inf, and a scale over it puts every dot at nan
+    low, high = 10, STRIP_WIDTH - 10
+    plots = strips_per_value([("a", [("r1", 1e308), ("r2", 1e308)]), ("b", [("r3", -1e308)])])
+    assert [p.points[0].x for _, p in plots] == [high, low]
+    assert plots[0][1].mean_x == high
+    # values whose std overflows a float (statistics.stdev raises): drawn, without a box
+    [(_, wide)] = strips_per_value([("c", [("r4", 1.7e308), ("r5", -1.7e308)])])
+    assert [p.x for p in wide.points] == [high, low] and wide.box is None
+    assert wide.mean_x == STRIP_WIDTH / 2
+
+
+def test_no_coordinate_is_nan_or_infinite() -> None:
+    huge = [(f"r{i}", (1.7e308, -1.7e308, 1e308)[i % 3]) for i in range(101)]
+    drawn = strips_per_value(
+        [
+            ("huge", huge),  # more than a hundred: quartiles
+            ("inf", [("i1", math.inf), ("i2", -math.inf), ("i3", 1.0), ("i4", math.nan)]),
+        ]
+    )
+    assert [value for value, _ in drawn] == ["huge", "inf"]
+    assert [p.title for p in drawn[1][1].points] == ["i3: 1"]  # only finite metrics
+    quartiles = drawn[0][1].quartiles
+    assert quartiles is not None and quartiles.low == 10 and quartiles.high == STRIP_WIDTH - 10
+    # a strip given infinite bounds or values directly still draws inside its width
+    stats = MetricStats(3, math.nan, math.inf, -math.inf, math.inf, None)
+    direct = strip([("a", -math.inf), ("b", 0.0), ("c", math.nan)], stats)
+    for plot in (*(p for _, p in drawn), direct):
+        assert all(math.isfinite(c) and 0 <= c <= STRIP_WIDTH for c in _coordinates(plot))

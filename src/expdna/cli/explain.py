@@ -158,22 +158,16 @@ def explain_command(
     if importlib.util.find_spec("scipy") is None:
         raise InvalidInputError("expdna explain needs SciPy: pip install 'expdna[explain]'")
     load_numpy()
-    from expdna.explain.query import explain_runs
+    from expdna.explain.query import check_answered, explain_runs
 
     with open_store(config, read_only=True) as store:
         report = explain_runs(store, asked, same_setup=same_setup, where=filters)
-        unknown = store.unknown_paths(filters) if filters and not report.runs else None
-    nothing = report.nothing_to_explain()
-    if nothing is not None:
-        if as_json:
-            emit_json(report.to_dict())
-        if unknown:
-            hints = "; ".join(
-                f"no run has {path}" + (f" (did you mean {', '.join(near)}?)" if near else "")
-                for path, near in unknown.items()
-            )
-            raise NotFoundError(f"no runs to explain: {hints}")
-        raise NotFoundError(printable(nothing))
+        try:
+            check_answered(store, report, filters)
+        except NotFoundError:
+            if as_json:  # the empty report on stdout, the negative answer on stderr
+                emit_json(report.to_dict())
+            raise
     if as_json:
         emit_json(report.to_dict())
         return

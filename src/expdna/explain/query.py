@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from expdna.errors import NotFoundError
 from expdna.explain.outcome import Asked
+from expdna.manifest.display import printable
 from expdna.store.queries import Filter
 
 if TYPE_CHECKING:
@@ -33,6 +35,24 @@ def explain_fleet(
     split = asked.split(fleet.outcome)
     report = explain(len(fleet.runs), asked.outcome, split.values, fleet.fields, split.notes)
     return fleet, _with_setup(report, setup)
+
+
+def check_answered(store: Store, report: Explanation, where: Sequence[Filter] = ()) -> None:
+    """Raise :class:`NotFoundError` where no selected run has the outcome, or a bad/good
+    split leaves no bad run or no good one: a negative answer, not an empty table. Where
+    no run matched ``where``, the error names each path no recorded run has and the
+    nearest paths some run has (a typo in ``--where``)."""
+    nothing = report.nothing_to_explain()
+    if nothing is None:
+        return
+    unknown = store.unknown_paths(where) if where and not report.runs else None
+    if unknown:
+        hints = "; ".join(
+            f"no run has {path}" + (f" (did you mean {', '.join(near)}?)" if near else "")
+            for path, near in unknown.items()
+        )
+        raise NotFoundError(f"no runs to explain: {hints}")
+    raise NotFoundError(printable(nothing))
 
 
 def _with_setup(report: Explanation, setup: str | None) -> Explanation:

@@ -46,6 +46,9 @@ class ValueStat:
     bad: int | None = None
     #: the same runs' values of the finding's other fields
     aliases: tuple[str, ...] = ()
+    #: the value's index in its first field's ``Column.names``: two values may read alike
+    #: (a value "A|B", and a run's two GPUs' "A" and "B" joined), their codes differ
+    code: int = -1
     #: the runs that lack the field (``value`` reads "(absent)", as a run could hold)
     absent: bool = False
 
@@ -192,7 +195,7 @@ def explain(
     )
     outcome_values = np.array([values[i] for i in kept.tolist()], dtype=float)
     together: dict[bytes, list[str]] = {}
-    coded: dict[str, tuple[tuple[str, ...], Any, Any]] = {}
+    coded: dict[str, tuple[tuple[str, ...], Any, Any, list[int]]] = {}
     lacking: dict[str, int] = {}  # path -> the new code of its runs without the field
     too_few: list[str] = []
     per_run: list[str] = []
@@ -212,13 +215,13 @@ def explain(
         elif int((counts >= MIN_RUNS).sum()) < 2:
             too_few.append(path)
         else:
-            coded[path] = (names, codes, counts)
+            coded[path] = (names, codes, counts, old.tolist())
             together.setdefault(codes.tobytes(), []).append(path)
     groups: list[tuple[list[str], list[int], tuple[str, ...], list[tuple[str, ...]]]] = []
     splits = []
     for group in together.values():
         paths = sorted(group, key=_rank)
-        names, codes, counts = coded[paths[0]]
+        names, codes, counts, _ = coded[paths[0]]
         others = [coded[p][0] for p in paths[1:]]  # same codes: value k is their names[k]
         order = sorted(range(len(names)), key=lambda k: (-counts[k], names[k]))
         order = [k for k in order if counts[k] >= MIN_RUNS]
@@ -229,18 +232,19 @@ def explain(
     found = association.associations(outcome.kind, outcome_values, splits, ALPHA)
     tested: list[tuple[list[str], list[ValueStat], Any, float, int]] = []
     for (paths, order, names, others), test in zip(groups, found, strict=True):
-        _, _, counts = coded[paths[0]]
+        _, _, counts, column_codes = coded[paths[0]]
         stats: list[ValueStat] = []
         for position, k in enumerate(order):
             aliases = tuple(other[k] for other in others)
             n = int(counts[k])
+            code = column_codes[k]
             absent = lacking.get(paths[0]) == k
             if outcome.kind == "binary":
                 bad = test.bad[position]
-                stats.append(ValueStat(names[k], n, bad / n, bad, aliases, absent))
+                stats.append(ValueStat(names[k], n, bad / n, bad, aliases, code, absent))
             else:
                 centre = test.centres[position]
-                stats.append(ValueStat(names[k], n, centre, None, aliases, absent))
+                stats.append(ValueStat(names[k], n, centre, None, aliases, code, absent))
         left_out = int(counts.sum()) - sum(s.n for s in stats)
         tested.append((paths, stats, test, stats[test.extreme].centre - test.rest, left_out))
     qs = association.adjusted([t[2].p for t in tested])

@@ -117,7 +117,8 @@ def render(
     return templates.TemplateResponse(request, name, context, status_code=status_code)
 
 
-def _status(exc: ExpdnaError) -> int:
+def error_status(exc: ExpdnaError) -> int:
+    """The HTTP status of an error: 404 for a negative answer, 400 for bad input."""
     if isinstance(exc, NotFoundError):
         return 404
     if isinstance(exc, InvalidInputError) or exc.exit_code == 2:
@@ -133,7 +134,7 @@ def _error(request: Request, status: int, message: str) -> Response:
 
 async def expdna_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ExpdnaError)
-    status = _status(exc)
+    status = error_status(exc)
     if status == 500:
         log.error("%s: %s", request.url.path, exc)
     return _error(request, status, str(exc))

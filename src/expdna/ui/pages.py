@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from expdna.errors import InvalidInputError, NotFoundError
+from expdna.errors import ExpdnaError, InvalidInputError, NotFoundError
 from expdna.store import queries
 from expdna.store.facade import Store
 from expdna.store.queries import parse_where
 from expdna.ui import reads
-from expdna.ui.app import render
+from expdna.ui.app import error_status, render
 from expdna.ui.params import any_given, find_filters, flag, runs_query, text, values, whole
-from expdna.ui.svg import lineage_graph, strip, strips_per_value
+from expdna.ui.svg import Strip, lineage_graph, strip, strips_per_value
+
+if TYPE_CHECKING:
+    from expdna.explain.report import Finding
+    from expdna.store.explain import Fleet
 
 #: Lines and characters of a patch shown on a run's page, so a page stays under 200 KB;
 #: the whole patch is in the stored manifest (/api/runs/RUN/manifest and its patch object).
@@ -200,25 +204,48 @@ EXPLAIN_DRAWN = 5
 
 def explain_page(request: Request) -> Response:
     """``expdna explain`` as a form and its answer: the ranked table, the top sentence, the
-    limits, and a strip of the metric per value of each top field."""
-    from expdna.explain.outcome import asked as parse_asked
+    limits, and a strip of the metric per value of each top field.
 
+    Bad input (400) and a negative answer (404) come back as the form again, filled with
+    what was sent and the CLI's message above it, so it can be corrected in place."""
     params = request.query_params
     form = {
         name: text(params, name) or ""
         for name in ("metric", "same_setup", "bad", "worst", "status")
     }
     where = values(params, "where")
-    context: dict[str, Any] = {"form": form, "where": where, "report": None, "plots": []}
+    context: dict[str, Any] = {
+        "form": form,
+        "where": where,
+        "report": None,
+        "plots": [],
+        "error": None,
+    }
     if not any(form.values()) and not where:
         return render(request, "explain.html", context)
+    try:
+        context.update(_explained(_store(request), form, where))
+    except ExpdnaError as exc:
+        status = error_status(exc)
+        if status == 500:
+            raise  # the store failed, not the question: the app's handler logs it
+        context["error"] = str(exc)
+        return render(request, "explain.html", context, status_code=status)
+    return render(request, "explain.html", context)
+
+
+def _explained(store: Store, form: dict[str, str], where: list[str]) -> dict[str, Any]:
+    """The explain page's answer to the filled ``form`` and ``where``, as the CLI decides it:
+    the same errors for bad input and for no run with the outcome."""
+    from expdna.explain.outcome import asked as parse_asked
+
     # found, not imported: only the exact test of a small fleet imports it
     if importlib.util.find_spec("scipy") is None:
         raise InvalidInputError("the explain view needs SciPy: pip install 'expdna[explain]'")
     from expdna.explain import load_numpy
 
     load_numpy()
-    from expdna.explain.query import explain_fleet
+    from expdna.explain.query import check_answered, explain_fleet
     from expdna.explain.report import limits, sentence
 
     asked = parse_asked(
@@ -228,29 +255,40 @@ def explain_page(request: Request) -> Response:
     if not form["same_setup"] and not filters:
         raise InvalidInputError("give the runs to explain: same_setup=RUN or where=PATH=VALUE")
     fleet, report = explain_fleet(
-        _store(request), asked, same_setup=form["same_setup"] or None, where=filters
+        store, asked, same_setup=form["same_setup"] or None, where=filters
     )
+    check_answered(store, report, filters)  # the CLI's negative answer, not an empty table
     plots = []
     if asked.metric is not None:
-        metric = fleet.outcome
-        for finding in report.findings[:EXPLAIN_DRAWN]:
-            column = fleet.fields[finding.fields[0]].values()
-            groups = [
-                (
-                    v.value,
-                    [
-                        (fleet.runs[i], m)
-                        for i, m in enumerate(metric)
-                        if m is not None and column[i] == v.value
-                    ],
-                )
-                for v in finding.values
-            ]
-            plots.append((finding, strips_per_value(groups)))
-    context.update(
-        report=report, plots=plots, top=sentence(report), limits=limits(report), metric=asked.metric
-    )
-    return render(request, "explain.html", context)
+        plots = [(f, _strips(fleet, f)) for f in report.findings[:EXPLAIN_DRAWN]]
+    return {
+        "report": report,
+        "plots": plots,
+        "top": sentence(report),
+        "limits": limits(report),
+        "metric": asked.metric,
+    }
+
+
+def _strips(fleet: Fleet, finding: Finding) -> list[tuple[str, Strip]]:
+    """The metric of the runs of each value of ``finding``'s first field, one strip each.
+
+    Runs are grouped by the value's code in the field's column, not by its text: two
+    values can read alike (a VBIOS recorded as "A|B", and two GPUs' "A" and "B" joined;
+    a value "(absent)" and no value) and still be two values."""
+    codes = fleet.fields[finding.fields[0]].codes.tolist()
+    groups = [
+        (
+            v.value,
+            [
+                (run, m)
+                for run, m, code in zip(fleet.runs, fleet.outcome, codes, strict=True)
+                if m is not None and code == v.code
+            ],
+        )
+        for v in finding.values
+    ]
+    return strips_per_value(groups)
 
 
 def checkpoint_page(request: Request) -> Response:

@@ -6,6 +6,7 @@ so every label is escaped like any other value and no markup is built from data.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,10 +56,28 @@ class Strip:
     quartiles: Quartiles | None = None
 
 
+def _position(value: float, low: float, high: float) -> float:
+    """Where ``value`` lies from ``low`` (0) to ``high`` (1), always finite.
+
+    Halves first: ``high - low`` of two finite floats can overflow (1e308 - -1e308 is
+    inf, and inf/inf a nan coordinate); half of each cannot. A value past either end (an
+    infinity) is put at that end, and one that is no number, or a range that is not
+    finite, in the middle."""
+    span = high / 2 - low / 2
+    if not 0 < span < math.inf:
+        return 0.5
+    where = (value / 2 - low / 2) / span
+    if math.isnan(where):
+        return 0.5
+    return min(max(where, 0.0), 1.0)
+
+
+def _x(position: float) -> float:
+    return round(_PAD + position * (STRIP_WIDTH - 2 * _PAD), 2)
+
+
 def _scale(value: float, low: float, high: float) -> float:
-    if high == low:
-        return STRIP_WIDTH / 2
-    return round(_PAD + (value - low) / (high - low) * (STRIP_WIDTH - 2 * _PAD), 2)
+    return _x(_position(value, low, high))  # all in the middle where low == high
 
 
 def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
@@ -66,8 +85,12 @@ def strip(values: Sequence[tuple[str, float]], stats: MetricStats) -> Strip:
     low, high = stats.min, stats.max
     mean_x = _scale(stats.mean, low, high)
     if len(values) > MAX_DOTS:
-        q1, median, q3 = statistics.quantiles([v for _, v in values], n=4)
-        quartiles = Quartiles(*(_scale(v, low, high) for v in (low, q1, median, q3, high)))
+        # quartiles of the positions, not of the values: interpolating between values near
+        # the largest float overflows, between positions in 0..1 never (and gives the same)
+        positions = [_position(v, low, high) for _, v in values]
+        q1, median, q3 = statistics.quantiles(positions, n=4)
+        ends = _position(low, low, high), _position(high, low, high)
+        quartiles = Quartiles(*(_x(p) for p in (ends[0], q1, median, q3, ends[1])))
         return Strip(STRIP_WIDTH, STRIP_HEIGHT, [], mean_x, None, low, high, quartiles)
     seen: dict[float, int] = {}
     points = []
@@ -91,21 +114,33 @@ def strips_per_value(
     groups: Sequence[tuple[str, Sequence[tuple[str, float]]]],
 ) -> list[tuple[str, Strip]]:
     """One strip per value of a field (``(value, [(run id, metric), ...])``), all on the
-    scale of every run drawn, so the rows compare at a glance."""
-    from expdna.store.stability import summarise
-
-    every = [v for _, pairs in groups for _, v in pairs]
+    scale of every run drawn, so the rows compare at a glance. Only finite metrics are
+    drawn, as the store keeps only those."""
+    finite = [(value, [(r, v) for r, v in pairs if math.isfinite(v)]) for value, pairs in groups]
+    every = [v for _, pairs in finite for _, v in pairs]
     if not every:
         return []
     low, high = min(every), max(every)
     drawn = []
-    for value, pairs in groups:
-        stats = summarise([v for _, v in pairs])
+    for value, pairs in finite:
+        stats = _summary([v for _, v in pairs])
         if stats is None:
             continue
         shared = MetricStats(stats.n, stats.mean, stats.std, low, high, stats.cv)
         drawn.append((value, strip(pairs, shared)))
     return drawn
+
+
+def _summary(values: Sequence[float]) -> MetricStats | None:
+    """:func:`summarise`, or where the std of values near the largest float overflows one
+    (``statistics.stdev`` raises), the same without a std: drawn without its box."""
+    from expdna.store.stability import summarise
+
+    try:
+        return summarise(values)
+    except OverflowError:
+        mean = float(statistics.mean(values))  # exact, so between min and max: finite
+        return MetricStats(len(values), mean, None, min(values), max(values), None)
 
 
 COLUMN = 250
