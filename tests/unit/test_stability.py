@@ -248,3 +248,10 @@ def test_bad_references(store: Store) -> None:
         stability(store, dna(a)[:6])
     assert caught.value.exit_code == 2
     assert sorted(caught.value.candidates) == sorted([dna(a)[:12], crafted[:12]])
+
+
+def test_a_deviation_past_the_double_range_is_undefined_not_a_crash() -> None:
+    # the sample deviation of these is 2.4e308: statistics.stdev raises rounding it
+    stats = summarise([1.7e308, -1.7e308, 1.7e308])
+    assert stats is not None and stats.std is None and stats.cv is None
+    assert stats.mean == pytest.approx(1.7e308 / 3) and stats.max == 1.7e308

@@ -54,7 +54,8 @@ _GLOB_CHARS = "*?["
 @dataclass(frozen=True)
 class MetricStats:
     """One metric over a group of runs. ``std`` and ``cv`` are ``None`` where undefined:
-    ``std`` for a single run (a sample deviation needs two), ``cv`` also for a zero mean."""
+    ``std`` for a single run (a sample deviation needs two) or past the double range,
+    ``cv`` also for a zero mean."""
 
     n: int
     mean: float
@@ -80,10 +81,19 @@ def summarise(values: Sequence[float]) -> MetricStats | None:
         return None
     # statistics.mean and stdev sum exactly (as fractions) and round once: the mean of
     # 0.1, 0.2, 0.3 is 0.2, where a float sum divided by 3 gives 0.19999999999999998.
-    mean = float(statistics.mean(values))
-    std = float(statistics.stdev(values)) if len(values) > 1 else None
+    mean = float(statistics.mean(values))  # exact, so between min and max: finite
+    std = _stdev(values) if len(values) > 1 else None
     cv = std / abs(mean) if std is not None and mean != 0 else None
     return MetricStats(n=len(values), mean=mean, std=std, min=min(values), max=max(values), cv=cv)
+
+
+def _stdev(values: Sequence[float]) -> float | None:
+    """The sample deviation, or None past the double range (values near 1.7e308 of both
+    signs: ``statistics.stdev`` raises OverflowError rounding its exact result)."""
+    try:
+        return float(statistics.stdev(values))
+    except OverflowError:
+        return None
 
 
 def summarise_rows(

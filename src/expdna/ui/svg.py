@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from expdna.store.entities import LineageEdge, LineageReport
-from expdna.store.stability import MetricStats
+from expdna.store.stability import MetricStats, summarise
 
 STRIP_WIDTH = 360
 STRIP_HEIGHT = 36
@@ -123,24 +123,12 @@ def strips_per_value(
     low, high = min(every), max(every)
     drawn = []
     for value, pairs in finite:
-        stats = _summary([v for _, v in pairs])
+        stats = summarise([v for _, v in pairs])
         if stats is None:
             continue
         shared = MetricStats(stats.n, stats.mean, stats.std, low, high, stats.cv)
         drawn.append((value, strip(pairs, shared)))
     return drawn
-
-
-def _summary(values: Sequence[float]) -> MetricStats | None:
-    """:func:`summarise`, or where the std of values near the largest float overflows one
-    (``statistics.stdev`` raises), the same without a std: drawn without its box."""
-    from expdna.store.stability import summarise
-
-    try:
-        return summarise(values)
-    except OverflowError:
-        mean = float(statistics.mean(values))  # exact, so between min and max: finite
-        return MetricStats(len(values), mean, None, min(values), max(values), None)
 
 
 COLUMN = 250
