@@ -18,6 +18,7 @@ from expdna.store import Store
 from expdna.store.explain import setup_runs
 from tests.factories import invoke, manifest_of, run
 from tests.fleets import (
+    DRIVERS,
     NCCL,
     VBIOS,
     confounded_fleet,
@@ -380,3 +381,37 @@ def test_long_values_that_differ_at_the_end_are_told_apart(tmp_path: Path) -> No
     shown = {row.split()[-5] if row.startswith("1 ") else row.split()[0] for row in rows}
     assert len(shown) == 2  # the long one cut in its middle, its end kept
     assert any(value.endswith("-patched") and "…" in value for value in shown)
+
+
+def test_the_setup_digest_explain_prints_selects_the_setup(tmp_path: Path) -> None:
+    docs = vbios_fleet()
+    root = _store(tmp_path, docs)
+    by_run = run(root, "explain", "--same-setup", docs[0]["run_id"], "--status", "failed")
+    header = by_run.stdout.splitlines()[0]
+    assert header.startswith("setup    ")
+    shown = header.split()[1]
+    by_setup = run(root, "explain", "--same-setup", shown, "--status", "failed")
+    assert by_setup.returncode == 0 and by_setup.stdout == by_run.stdout
+    missing = run(root, "explain", "--same-setup", "abcdef012345", "--status", "failed")
+    assert missing.returncode == 1 and "abcdef012345" in missing.stderr
+
+
+def test_runs_without_a_setup_digest_are_said_not_silently_dropped(tmp_path: Path) -> None:
+    docs = vbios_fleet()
+    root = _store(tmp_path, docs)
+    with sqlite3.connect(root / "index.sqlite") as conn:  # as recorded before setup digests
+        conn.execute("UPDATE runs SET setup = NULL WHERE run_id != ?", (docs[0]["run_id"],))
+    code, report, _ = _explained(root, docs[0]["run_id"], "--status", "failed")
+    assert code == 1 and report["runs"] == 1
+    assert report["limits"][2].startswith("39 runs in the store have no setup digest")
+
+
+def test_two_runs_on_two_drivers_are_too_few_not_per_run(tmp_path: Path) -> None:
+    docs = [
+        fleet_doc(i, seed=0, driver=DRIVERS[i], state="failed" if i else "completed")
+        for i in range(2)
+    ]
+    root = _store(tmp_path, docs)
+    code, report, _ = _explained(root, docs[0]["run_id"], "--status", "failed")
+    assert code == 0 and "hardware.driver_version" in report["too_few_runs"]
+    assert "hardware.driver_version" not in report["per_run_fields"]

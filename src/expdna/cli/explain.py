@@ -105,7 +105,8 @@ def render(report: Explanation, top: int = TOP) -> list[str]:
     "same_setup",
     metavar="RUN",
     help="Every run whose code, config, training and data equal RUN's (seeds pooled), on "
-    "any hardware, environment and runtime.",
+    "any hardware, environment and runtime. RUN: a run id, a DNA prefix, or the setup "
+    "digest an answer prints.",
 )
 @click.option(
     "--where",

@@ -28,12 +28,19 @@ def explain_fleet(
 ) -> tuple[Fleet, Explanation]:
     """:func:`explain_runs`, and the fleet it read (the web view draws its metric)."""
     from expdna.explain.report import explain
-    from expdna.store.explain import read_fleet, setup_runs
+    from expdna.store.explain import read_fleet, setup_runs, unset_setups
 
     setup = setup_runs(store, same_setup) if same_setup is not None else None
     fleet = read_fleet(store, setup=setup, filters=where, metric=asked.metric, state=asked.state)
     split = asked.split(fleet.outcome)
-    report = explain(len(fleet.runs), asked.outcome, split.values, fleet.fields, split.notes)
+    notes = split.notes
+    unset = unset_setups(store) if setup is not None else 0
+    if unset:
+        notes += (
+            f"{unset} runs in the store have no setup digest, so --same-setup cannot select "
+            "them: expdna db upgrade fills it in",
+        )
+    report = explain(len(fleet.runs), asked.outcome, split.values, fleet.fields, notes)
     return fleet, _with_setup(report, setup)
 
 

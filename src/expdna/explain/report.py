@@ -3,7 +3,8 @@ together, how each goes with the outcome, corrected for testing many.
 
 A field is tested on the values at least :data:`MIN_RUNS` runs hold; a field with fewer
 than two such values is "too few runs to judge", and one whose every value is a single
-run's (a seed per run, an output directory) names runs rather than a condition. Fields
+run's (a seed per run, an output directory) names runs rather than a condition, once it
+has at least :data:`MIN_RUNS` of them (two runs on two drivers are too few to judge). Fields
 that split the runs identically (a node's VBIOS and its hostname, a driver confounded
 with a node) are one finding, tested once: the data cannot tell them apart.
 """
@@ -210,7 +211,7 @@ def explain(
         names = tuple(column.names[k] for k in old.tolist())
         if column.absent and (old == len(column.names) - 1).any():
             lacking[path] = int(np.argmax(old == len(column.names) - 1))
-        if counts.max() == 1:
+        if counts.max() == 1 and len(counts) >= MIN_RUNS:
             per_run.append(path)
         elif int((counts >= MIN_RUNS).sum()) < 2:
             too_few.append(path)

@@ -105,8 +105,17 @@ def _packages(listing: bytes) -> dict[str, str]:
 
 def setup_runs(store: Store, ref: str) -> str:
     """The setup digest of the run ``ref`` names (filled in by ``expdna db upgrade`` for a
-    run recorded before setup digests; computed from its manifest meanwhile)."""
-    record = store.get(ref)
+    run recorded before setup digests; computed from its manifest meanwhile), or, where no
+    run answers to ``ref``, the one setup digest it begins (as ``explain`` prints it)."""
+    from expdna.store.errors import RunNotFoundError
+
+    try:
+        record = store.get(ref)
+    except RunNotFoundError:
+        found = _setup_of_prefix(store, ref)
+        if found is None:
+            raise
+        return found
     with store.reads.read() as reader:
         found = reader.scalar(
             "SELECT setup FROM runs WHERE run_id = :run_id", {"run_id": record.run_id}
@@ -116,6 +125,31 @@ def setup_runs(store: Store, ref: str) -> str:
     from expdna.manifest.family import setup_of
 
     return setup_of(store.show(record.run_id), version=record.dna_version)
+
+
+def _setup_of_prefix(store: Store, prefix: str) -> str | None:
+    """The setup digest ``prefix`` (6 to 64 lowercase hex) begins, if exactly one does."""
+    text = prefix.lower()
+    if not 6 <= len(text) <= 64 or text.strip("0123456789abcdef"):
+        return None
+    with store.reads.read() as reader:
+        found = [
+            str(row[0])
+            for row in reader.rows(
+                "SELECT DISTINCT setup FROM runs WHERE setup >= :low AND setup < :high LIMIT 2",
+                {"low": text, "high": text + "g"},
+            )
+        ]
+    if len(found) > 1:
+        raise InvalidInputError(f"setup prefix {prefix} is ambiguous: give more of it")
+    return found[0] if found else None
+
+
+def unset_setups(store: Store) -> int:
+    """Runs whose setup digest the index lacks (recorded before it; ``db upgrade`` fills
+    it): ``--same-setup`` cannot select them."""
+    with store.reads.read() as reader:
+        return int(reader.scalar("SELECT count(*) FROM runs WHERE setup IS NULL", {}) or 0)
 
 
 def _aggregated(dialect: str, column: str) -> str:
