@@ -356,3 +356,32 @@ def test_a_store_that_refuses_the_run_leaves_the_commands_exit_code(
     ]
     assert json.loads(done.stdout)["status"]["state"] == "failed"
     assert json.loads(path.read_text())["status"]["exit_code"] == 3
+
+
+PINS = """\
+import expdna
+from pathlib import Path
+
+with expdna.track(None) as run:
+    Path("ckpt.pt").write_bytes(b"weights")
+    run.pin("ckpt.pt")
+"""
+
+
+def test_a_joined_script_says_how_to_pin_and_that_way_works(repo: Path, tmp_path: Path) -> None:
+    (repo / "pins.py").write_text(PINS)
+    (repo / ".gitignore").write_text("ckpt.pt\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "pins"], cwd=repo, check=True)
+    out = str(tmp_path / "run-out")
+    done = expdna(tmp_path, repo, "run", "--record", "--output-dir", out, "--", "python", "pins.py")
+    assert done.returncode == 0, done.stderr
+    # the store is configured ($EXPDNA_STORE): the warning must not say it is not
+    assert "no store configured" not in done.stderr
+    [line] = [x for x in done.stderr.splitlines() if "joined the run" in x]
+    suggested = line[line.index("expdna pin ") :].split()[1:]
+    assert suggested[:2] == ["pin", "--run"]
+    assert expdna(tmp_path, repo, "which", "ckpt.pt").returncode == 1  # nothing pinned yet
+    assert expdna(tmp_path, repo, *suggested).returncode == 0
+    found = expdna(tmp_path, repo, "which", "--json", "ckpt.pt")
+    assert found.returncode == 0 and suggested[2] in found.stdout

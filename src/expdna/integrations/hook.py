@@ -425,6 +425,14 @@ class RunHandle:
         digest, size = found
         reference = ref(digest)
         name, where = name or target.name, redact_text(str(target.resolve()))
+        if self._joined:
+            # expdna run records the run when the command ends; this process has no store
+            # link of its own, whatever $EXPDNA_STORE says
+            self._warn(
+                f"pin: this script joined the run expdna run made, which is recorded when the "
+                f"command ends; pin {name} then: expdna pin --run {self.run_id} {target}"
+            )
+            return reference
         if self.store.configured and not self._recorded:
             # A pin names its run: the run goes to the store first. Recorded now when its
             # DNA is final; otherwise the pin waits for the record (add_runtime, finish).
