@@ -91,6 +91,12 @@ def _pin_and_which(root: Path, tmp_path: Path, index_url: str | None = None) -> 
     assert missing.stderr.strip() == (
         "expdna: error: not found: no recorded run pinned 'no-such-checkpoint'"
     )
+    unpinned = tmp_path / "unpinned.pt"
+    unpinned.write_bytes(b"never pinned")
+    said = cli(root, "which", str(unpinned), index_url=index_url)
+    assert said.exit_code == 1 and said.stderr.strip().endswith(
+        f"(pin it to the run that made it: expdna pin --run RUN {unpinned})"
+    )
 
 
 def test_pin_and_which_through_the_installed_command(tmp_path: Path) -> None:

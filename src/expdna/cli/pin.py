@@ -95,7 +95,10 @@ def which_command(
         found = {target: store.which(target) for target in dict.fromkeys(targets)}
     missing = [target for target, pins in found.items() if not pins]
     if len(found) == 1 and missing:
-        raise NotFoundError(f"not found: no recorded run pinned {missing[0]!r}")
+        hint = ""
+        if Path(missing[0]).is_file():  # a checkpoint no run pinned: say how one is pinned
+            hint = f" (pin it to the run that made it: expdna pin --run RUN {missing[0]})"
+        raise NotFoundError(f"not found: no recorded run pinned {missing[0]!r}{hint}")
     if as_json:
         emit_json([{"target": t, **pin.to_dict()} for t, pins in found.items() for pin in pins])
     else:
