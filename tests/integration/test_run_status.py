@@ -385,3 +385,41 @@ def test_a_joined_script_says_how_to_pin_and_that_way_works(repo: Path, tmp_path
     assert expdna(tmp_path, repo, *suggested).returncode == 0
     found = expdna(tmp_path, repo, "which", "--json", "ckpt.pt")
     assert found.returncode == 0 and suggested[2] in found.stdout
+
+
+IN_CODE = """\
+import os
+import expdna
+
+with expdna.track({"lr": float(os.environ["LR"])}, output_dir="o") as run:
+    run.log_final(loss=1.0)
+"""
+
+
+def test_settings_handed_over_in_code_count_in_a_joined_run(repo: Path, tmp_path: Path) -> None:
+    (repo / "in_code.py").write_text(IN_CODE)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "in code"], cwd=repo, check=True)
+    docs = []
+    for lr, out in (("0.01", "a"), ("0.1", "b"), ("0.1", "c")):
+        done = expdna(
+            tmp_path,
+            repo,
+            "run",
+            "--record",
+            "--output-dir",
+            str(tmp_path / out),
+            "--",
+            "python",
+            "in_code.py",
+            LR=lr,
+        )
+        assert done.returncode == 0, done.stderr
+        [path] = (tmp_path / out).glob("manifest_*.json")
+        docs.append(json.loads(path.read_text()))
+    assert [d["config"]["resolved_args"] for d in docs] == [{"lr": 0.01}, {"lr": 0.1}, {"lr": 0.1}]
+    assert all(d["config"]["settings_source"] == "code" for d in docs)
+    dnas = [d["dna"]["value"] for d in docs]
+    assert dnas[0] != dnas[1] == dnas[2]  # two settings, two DNAs; the same one, one
+    stored = {r["run_id"]: r["dna"] for r in runs(tmp_path, repo)}
+    assert stored == {d["run_id"]: d["dna"]["value"] for d in docs}

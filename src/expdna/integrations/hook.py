@@ -525,15 +525,6 @@ def start(
             # Another rank of a torch.distributed job: rank 0 collects and writes.
             return RunHandle(manifest=None, deadline_s=_deadline(deadline_s), peers=peers)
         notes: list[str] = []
-        joined = _joined(_deadline(deadline_s), registry, collectors, peers, notes)
-        if joined is not None:
-            return joined
-        if not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
-            notes.append(
-                f"deadline_s={deadline_s!r} is not a positive number of seconds; "
-                f"using {DEFAULT_DEADLINE_S:g}"
-            )
-            deadline_s = DEFAULT_DEADLINE_S
         resolved = None
         source = None
         if args is not None:
@@ -543,6 +534,16 @@ def start(
                 notes.append(f"{exc}; recording the arguments parsed from sys.argv")
             else:
                 source = _source(args, settings_source, notes)
+        in_code = resolved if source == "code" else None
+        joined = _joined(_deadline(deadline_s), registry, collectors, peers, notes, in_code)
+        if joined is not None:
+            return joined
+        if not (isinstance(deadline_s, (int, float)) and deadline_s > 0):
+            notes.append(
+                f"deadline_s={deadline_s!r} is not a positive number of seconds; "
+                f"using {DEFAULT_DEADLINE_S:g}"
+            )
+            deadline_s = DEFAULT_DEADLINE_S
         link = StoreLink.resolve(store, index_url)
         if output_dir is None and not link.configured:
             notes.append("no output_dir and no store: this run's manifest will not be saved")
@@ -607,8 +608,13 @@ def _joined(
     collectors: Iterable[str] | None,
     peers: Peers | None,
     notes: list[str],
+    in_code: Mapping[str, Any] | None = None,
 ) -> RunHandle | None:
-    """A handle on the run ``expdna run`` made for this process, if it made one."""
+    """A handle on the run ``expdna run`` made for this process, if it made one.
+
+    ``expdna run`` read the settings from the command line; settings handed over in code
+    (``in_code``) it cannot see, so they go into the joined manifest here, and its DNA is
+    computed again: two settings must not share one DNA for being started by ``run``."""
     try:
         found = joined_manifest()
     except NotJoined as exc:
@@ -617,6 +623,8 @@ def _joined(
     if found is None:
         return None
     path, manifest = found
+    if in_code is not None:
+        _count_settings(manifest, in_code)
     # expdna run records the run when the command ends: nothing is recorded from here.
     handle = RunHandle(
         manifest=manifest,
@@ -629,8 +637,22 @@ def _joined(
         _joined=True,
     )
     log.info("expdna: joined run %s (%s)", manifest.run_id, path)
+    if in_code is not None:
+        handle._write()  # the file expdna run reads back holds the settings from now on
     exits.watch(handle)
     return handle
+
+
+def _count_settings(manifest: Manifest, settings: Mapping[str, Any]) -> None:
+    """Put settings handed over in code into ``manifest`` as :func:`start` records them
+    (``config.settings_source: "code"``, redacted) and compute its DNA again."""
+    from expdna.manifest.dna import compute_dna
+
+    values, redacted = redact_tree(dict(settings), "config.resolved_args")
+    manifest.config.resolved_args = values
+    manifest.config.settings_source = "code"
+    manifest.collection.redacted = sorted({*manifest.collection.redacted, *redacted})
+    manifest.dna = compute_dna(manifest)
 
 
 def _command(notes: list[str]) -> list[str]:
