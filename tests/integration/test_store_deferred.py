@@ -234,3 +234,67 @@ def test_a_pin_into_a_new_store_records_its_run_first(
     with Store.open_for_reading(store) as opened:
         assert [p.run_id for p in opened.which("model.pt")] == [handle.run_id]
         assert opened.get(handle.run_id or "").dna == handle.dna
+
+
+#: A training script that imports torch: its manifest holds ``torch.initial_seed()``, a
+#: 64-bit integer beyond 2^53 that the file writes as its decimal string. Seeded, so the
+#: seed is large in every run (unseeded it is random, and large all but always).
+TORCH_TRAIN = """
+import json, sys
+import torch
+import expdna
+torch.manual_seed(2**63 + 5)
+with expdna.track({"lr": 0.4}, output_dir=sys.argv[1]) as handle:
+    handle.log_final(loss=1.0)
+print(json.dumps({"run_id": handle.run_id, "warnings": handle.warnings}))
+"""
+
+
+def _train_torch(project: Path, store: Path) -> tuple[str, Path]:
+    """Train with the hook in a fresh interpreter that imported torch; the run id and its
+    manifest file."""
+    pytest.importorskip("torch")
+    env = {**os.environ, "EXPDNA_STORE": str(store)}
+    env.pop("EXPDNA_INDEX_URL", None)
+    out = project / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", TORCH_TRAIN, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=project,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["warnings"] == []
+    (manifest,) = out.glob("manifest_*.json")
+    return result["run_id"], manifest
+
+
+def test_the_hook_file_of_a_torch_run_is_skipped(project: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    Store.open(store).close()
+    run_id, manifest = _train_torch(project, store)
+    seed = json.loads(manifest.read_text())["environment"]["framework"]["torch"]["loaded"]
+    assert seed["determinism"]["initial_seed"] == str(2**63 + 5)  # the file's form
+
+    again = run(store, "record", str(manifest))
+    assert again.returncode == 0, again.stderr
+    assert f"skipped  {run_id}" in again.stdout and "(already recorded)" in again.stdout
+    scan = run(store, "record", "--scan", str(manifest.parent))
+    assert scan.returncode == 0, scan.stderr
+    assert "failed 0" in scan.stdout
+
+
+def test_a_torch_run_file_with_another_value_is_refused(project: Path, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    Store.open(store).close()
+    run_id, manifest = _train_torch(project, store)
+    doc = json.loads(manifest.read_text())
+    # outside the DNA and not filled in late: a different run all the same
+    doc["environment"]["framework"]["torch"]["loaded"]["determinism"]["initial_seed"] = "7"
+    manifest.write_text(json.dumps(doc))
+    again = run(store, "record", str(manifest))
+    assert again.returncode == 2
+    assert f"run {run_id} is recorded already with other content" in again.stderr

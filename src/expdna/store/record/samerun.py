@@ -5,8 +5,11 @@ The training hook records a run once, at its start, and sends what it learns aft
 file holds them too. Recording that file again must be ``skipped``, not a conflict: both
 documents are the run, and differ only in fields outside the DNA that the hook adds after
 recording (:data:`LATE`), or in a patch or config text the file had to cut to its size
-cap (the digest, which names the whole text, is the same). The store keeps what it holds
-(its metrics come from the log, its texts whole).
+cap (the digest, which names the whole text, is the same), or in how a value JSON cannot
+carry exactly is written: the file writes an integer beyond 2^53 (``torch.initial_seed()``)
+as its decimal string (:mod:`expdna.manifest.canonical`), the store form the hook recorded
+keeps the number. The store keeps what it holds (its metrics come from the log, its texts
+whole).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from expdna.errors import ExpdnaError
+from expdna.manifest.canonical import normalise
 from expdna.manifest.io import MAX_READ_BYTES
 from expdna.store.objects.interface import ObjectStore
 from expdna.store.record.prepare import Prepared
@@ -36,6 +40,9 @@ def _without_text(record: Any) -> Any:
 
 
 def _core(doc: Any) -> Any:
+    # Both sides in the file's form of values: an unsafe integer is its string in a file,
+    # a number in the store form of the object the hook recorded.
+    doc = normalise(doc)
     if not isinstance(doc, dict):
         return doc
     core = {key: value for key, value in doc.items() if key not in LATE}
