@@ -121,7 +121,7 @@ def asked(metric: str | None, bad: str | None, worst: str | None, status: str | 
     if metric is not None and (not metric.strip() or metric != metric.strip()):
         raise InvalidInputError(f"--metric {metric!r}: expected a metric's name, e.g. final_loss")
     if sum(x is not None for x in (bad, worst, status)) > 1:
-        raise InvalidInputError("give one of --bad, --worst or --status")
+        raise InvalidInputError("give only one of --bad, --worst or --status")
     if status is not None:
         if status not in STATES:
             raise InvalidInputError(f"--status {status!r}: expected one of {', '.join(STATES)}")
