@@ -72,7 +72,7 @@ def collect(
         argv=tuple(argv),
         cwd=Path(cwd) if cwd is not None else Path.cwd(),
         repos=tuple(Path(r) for r in repos),
-        data=tuple(Path(d) for d in data),
+        data=tuple(os.fspath(d) for d in data),  # as given: see CollectContext.data
         caller_file=Path(caller_file) if caller_file is not None else None,
         resolved_args=dict(resolved_args) if resolved_args is not None else None,
         settings_source=settings_source,

@@ -34,7 +34,9 @@ COLLECT_OPTIONS = (
         "--data",
         "data",
         multiple=True,
-        type=click.Path(path_type=Path),
+        # the text as given: a Path would fold `https://u:pw@h` into `https:/u:pw@h`, which
+        # no longer reads as a URL, so its credentials would escape redaction
+        type=click.Path(path_type=str),
         metavar="PATH",
         help="A data file or directory to digest (repeatable).",
     ),
@@ -76,7 +78,7 @@ def collect_and_write(
     output: Path | None,
     *,
     repos: Sequence[Path],
-    data: Sequence[Path],
+    data: Sequence[str],
     dna_ignore: Sequence[str],
     deadline: float,
     no_cache: bool,
@@ -129,7 +131,7 @@ def generate_command(
     config: StoreConfig,
     output: Path | None,
     repos: tuple[Path, ...],
-    data: tuple[Path, ...],
+    data: tuple[str, ...],
     dna_ignore: tuple[str, ...],
     deadline: float,
     no_cache: bool,

@@ -163,7 +163,7 @@ def run_command(
     config: StoreConfig,
     output_dir: Path,
     repos: tuple[Path, ...],
-    data: tuple[Path, ...],
+    data: tuple[str, ...],
     dna_ignore: tuple[str, ...],
     deadline: float,
     no_cache: bool,

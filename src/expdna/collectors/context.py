@@ -20,7 +20,10 @@ class CollectContext:
     argv: tuple[str, ...] = ()
     cwd: Path = field(default_factory=Path.cwd)
     repos: tuple[Path, ...] = ()
-    data: tuple[Path, ...] = ()
+    #: The ``--data`` paths as the user wrote them, not as ``Path`` objects: a warning
+    #: names them, and redaction must see ``s3://key:secret@b`` before a ``Path`` folds
+    #: its ``//`` (``s3:/key:secret@b`` no longer reads as a URL).
+    data: tuple[str | Path, ...] = ()
     caller_file: Path | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     timeout_s: float = 4.0

@@ -439,6 +439,16 @@ def _deadline(ctx: CollectContext) -> float:
     return time.monotonic() + ctx.timeout_s - margin
 
 
+def _shown(given: str | os.PathLike[str]) -> str:
+    """``given`` as a warning names it: redacted here, on the text as the user wrote it.
+    The warning is logged to stderr before the manifest is redacted, and a URL mistaken
+    for a path (``https://u:pw@h/ds``) must lose its credentials before anything folds
+    its ``//``."""
+    from expdna.manifest.redact import redact_text
+
+    return redact_text(os.fspath(given))
+
+
 def collect_data(ctx: CollectContext) -> dict[str, Any]:
     if not ctx.data:
         return {"datasets": []}
@@ -451,15 +461,16 @@ def collect_data(ctx: CollectContext) -> dict[str, Any]:
     try:
         for given in ctx.data:
             root = Path(os.path.abspath(ctx.cwd / given))
+            shown = _shown(given)
             if not root.exists():
-                problems.append(f"{given}: no such file or directory")
+                problems.append(f"{shown}: no such file or directory")
                 continue
             scan = digest_root(root, cache=cache, progress=ctx.progress, stop_at=stop_at)
             embed = len(scan.items) <= embed_left
             entry, warnings = describe_dataset(root, scan, embed=embed, cache=cache)
             embed_left -= len(entry.get("listing", ()))
             datasets.append(entry)
-            problems += [f"{given}: {w}" for w in warnings]
+            problems += [f"{shown}: {w}" for w in warnings]
     finally:
         if cache is not None:
             cache.close()

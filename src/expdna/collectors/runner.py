@@ -231,10 +231,13 @@ def run_collectors(
             outcomes[collector.name] = Outcome(
                 "timeout", {}, min(elapsed, limit * 1000), [_missed(limit)]
             )
+    from expdna.manifest.redact import redact_text
+
     for name, outcome in outcomes.items():
         for warning in outcome.warnings:
             if outcome.status != "skipped":
-                log.warning("collector %s %s: %s", name, outcome.status, warning)
+                # stderr is shared like the manifest, and is written before it is redacted
+                log.warning("collector %s %s: %s", name, outcome.status, redact_text(warning))
     return {c.name: outcomes[c.name] for c in chosen}
 
 

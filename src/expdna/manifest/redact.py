@@ -25,7 +25,14 @@ from expdna.manifest.redact_commands import argv_secrets
 from expdna.manifest.redact_embedded import changed_strings, embedded_document, rewrite
 from expdna.manifest.redact_lines import redact_text_with as _redact_text
 from expdna.manifest.redact_names import DIGEST_NAME, hide_random, is_secret, is_secret_name, mask
-from expdna.manifest.redact_rules import HOME_PATHS, REDACTED_MARK, Rule, apply, home_rule
+from expdna.manifest.redact_rules import (
+    HOME_PATHS,
+    REDACTED_MARK,
+    SHAPE_RULES,
+    Rule,
+    apply,
+    home_rule,
+)
 
 __all__ = ["REDACTED_MARK", "redact_argv", "redact_named", "redact_text", "redact_tree"]
 
@@ -233,7 +240,9 @@ class _Walk:
                     and f"{path}.{name}".startswith(self.blocks)
                     and _secret_key(name)
                 )
-                out[k] = self.value(v, f"{path}.{name}" if path else name, name, key, inside)
+                shown = self.key(name, path)
+                here = f"{path}.{shown}" if path else shown
+                out[k if shown == name else shown] = self.value(v, here, name, key, inside)
             return out
         if isinstance(obj, (list, tuple)):
             if key == "argv" and all(isinstance(v, str) for v in obj):
@@ -244,6 +253,15 @@ class _Walk:
                 for i, v in enumerate(obj)
             ]
         return obj
+
+    def key(self, name: str, path: str) -> str:
+        """A dict key as text: a metric named `acc/https://u:pw@h`, a checkout directory
+        named like a token (`code.ghp_...`) are as shared as any value. The changed path
+        names the key as it now reads, never the secret."""
+        new = _redact_key(name)
+        if self._hidden(name, new):
+            self.changed.append(f"{path}.{new}" if path else new)
+        return new
 
     def argv(self, argv: list[str], path: str) -> list[str]:
         new = _redact_argv(argv, self.home, self.hidden)
@@ -269,7 +287,7 @@ class _Walk:
             return new
         if isinstance(obj, dict):
             return {
-                k: self.spread(v, f"{path}.{k}" if path else str(k), str(k), key)
+                self._spread_key(k): self.spread(v, f"{path}.{k}" if path else str(k), str(k), key)
                 for k, v in obj.items()
             }
         if isinstance(obj, list):
@@ -279,11 +297,40 @@ class _Walk:
             ]
         return obj
 
+    def _spread_key(self, key: Any) -> Any:
+        """A key holding a secret hidden elsewhere, hidden too (a metric named after it)."""
+        if not isinstance(key, str):
+            return key
+        for secret in self.secrets:
+            if secret in key:
+                key = key.replace(secret, mask(secret))
+        return key
+
     @property
     def secrets(self) -> list[str]:
         """The hidden secrets worth looking for elsewhere, longest first."""
         found = (s for s in self.hidden if len(s) >= _MIN_SPREAD and REDACTED_MARK not in s)
         return sorted(found, key=len, reverse=True)
+
+
+# A key is a name, and often a path (`config_files` is keyed by the files' paths, which
+# `config_file_details` and the DNA look up): only secrets are hidden in it, never the
+# private details (a home, an address) that are hidden in values.
+_NOT_SECRETS = frozenset(
+    {"internal-ipv4", "internal-ipv6", "internal-host", "private-path", "windows-home"}
+)
+_KEY_RULES = tuple(rule for rule in SHAPE_RULES if rule.name not in _NOT_SECRETS)
+
+
+def _redact_key(name: str) -> str:
+    if not name:
+        return name
+    lower = name.lower()
+    for rule in _KEY_RULES:
+        new = apply(rule, name, lower)
+        if new != name:
+            name, lower = new, new.lower()
+    return name
 
 
 def _secret_key(name: str) -> bool:

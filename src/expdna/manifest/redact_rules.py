@@ -133,6 +133,20 @@ _URL_CREDENTIALS = Rule(
 )
 
 
+# A URL that went through a path (`Path("s3://key:secret@b/x")` is `s3:/key:secret@b/x`)
+# no longer holds `://`; its `user:password@` is hidden all the same. Only a userinfo with
+# a password: `scheme:/name@host` is as likely a path as a URL.
+_FOLDED_URL_CREDENTIALS = Rule(
+    "folded-url",
+    (":/",),
+    re.compile(
+        r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*:/)(?!/)"
+        r"(?P<info>[^\s/:@'\"<>`]+:[^\s/@'\"<>`]+)@(?=[A-Za-z0-9\[])"
+    ),
+    lambda m: f"{m.group('head')}{REDACTED_MARK}@",
+)
+
+
 def _command_secret(m: re.Match[str]) -> str:
     whole, start, end = m.group(0), m.start("secret") - m.start(), m.end("secret") - m.start()
     return whole[:start] + REDACTED_MARK + whole[end:]
@@ -310,6 +324,7 @@ SHAPE_RULES: tuple[Rule, ...] = (
     PEM,  # first: its body must go as one piece, before any rule sees a fragment of it
     NETRC,
     _URL_CREDENTIALS,
+    _FOLDED_URL_CREDENTIALS,
     *COMMAND_RULES,
     *TOKEN_RULES,
     _IPV4,

@@ -90,11 +90,20 @@ def apply_entry(conn: Connection, entry: LogEntry) -> dict[str, float]:
     return read_metrics(conn, key)
 
 
+def _named_safely(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics`` with each name redacted as manifest keys are: a name is text the index
+    and the log keep (`acc/https://u:pw@h`, a token pasted as a name), and a caller of
+    the store's API may not have come through a manifest."""
+    from expdna.manifest.redact import redact_text
+
+    return {redact_text(name): value for name, value in metrics.items()}
+
+
 def record_metrics(
     index: Index, log: LogStore, run_id: str, metrics: Mapping[str, Any]
 ) -> dict[str, float]:
     """:meth:`expdna.store.Store.record_metrics`: checked, logged, one write transaction."""
-    clean = plain_metrics(metrics)
+    clean = _named_safely(plain_metrics(metrics))
     with index.read() as conn:
         run_pk(conn, run_id)  # an unknown run is refused before anything is written
     body = {"run_id": run_id, "metrics": clean}
