@@ -144,6 +144,8 @@ def test_detached_head(repo: Path) -> None:
     [
         (["--output", "/nonexistent-dir/m.json"], "output directory does not exist"),
         (["--deadline", "0"], "Invalid value for '--deadline'"),
+        (["--repo", "/nonexistent-repo"], "--repo /nonexistent-repo: no such directory"),
+        (["--data", ""], "--data '': an empty path names no data"),
     ],
 )
 def test_bad_arguments_exit_2_and_write_nothing(repo: Path, args: list[str], message: str) -> None:

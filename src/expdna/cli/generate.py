@@ -13,7 +13,7 @@ from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
 from expdna.cli.record import record_generated
 from expdna.cli.store import StoreConfig, pass_config
-from expdna.errors import ExpdnaError
+from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.manifest.dna import short
 
 if TYPE_CHECKING:
@@ -73,6 +73,17 @@ def collect_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
+def _check_inputs(repos: Sequence[Path], data: Sequence[str]) -> None:
+    """Refuse what a typo makes of the options, before anything is collected or written: a
+    repository that is not there would be dropped with a warning (the DNA as if it were
+    never asked for), and an empty --data would digest the whole working directory."""
+    for repo in repos:
+        if not repo.is_dir():
+            raise InvalidInputError(f"--repo {repo}: no such directory")
+    if any(not path.strip() for path in data):
+        raise InvalidInputError("--data '': an empty path names no data")
+
+
 def collect_and_write(
     argv: Sequence[str],
     output: Path | None,
@@ -86,6 +97,7 @@ def collect_and_write(
 ) -> tuple[Path, Manifest]:
     """Collect and write the manifest of ``argv``; each unknown section is a warning line.
     Checkpoints pinned in ``store`` (a local one) are not code."""
+    _check_inputs(repos, data)
     path, manifest = generate(
         argv,
         output=output,
