@@ -112,6 +112,11 @@ def test_scan_reports_failures_and_records_the_rest(tmp_path: Path) -> None:
     quiet = invoke(tmp_path / "store", "record", "-q", "--scan", str(tmp_path / "runs"))
     assert quiet.exit_code == 2 and quiet.stdout == ""
     assert quiet.stderr.splitlines() == result.stderr.splitlines()[-1:]
+    # --scan names a directory: a file is one, a missing path another
+    a_file = invoke(tmp_path / "store", "record", "--scan", str(runs / "config.json"))
+    assert a_file.exit_code == 2 and "config.json: not a directory" in a_file.stderr
+    missing = invoke(tmp_path / "store", "record", "--scan", str(runs / "nope"))
+    assert missing.exit_code == 2 and "nope: no such directory" in missing.stderr
 
 
 def test_show_summary_json_inline_and_store_form(store: Path, manifests: Path) -> None:

@@ -97,7 +97,8 @@ def record_command(
         if len(manifests) != 1:
             raise click.UsageError("--scan takes one directory (DIR), not manifest files")
         if not manifests[0].is_dir():
-            raise click.BadParameter(f"{manifests[0]}: no such directory", param_hint="--scan")
+            why = "not a directory" if manifests[0].exists() else "no such directory"
+            raise click.BadParameter(f"{manifests[0]}: {why}", param_hint="--scan")
 
     def passed_over(path: Path, reason: str) -> None:
         if not quiet:
