@@ -423,3 +423,16 @@ def test_settings_handed_over_in_code_count_in_a_joined_run(repo: Path, tmp_path
     assert dnas[0] != dnas[1] == dnas[2]  # two settings, two DNAs; the same one, one
     stored = {r["run_id"]: r["dna"] for r in runs(tmp_path, repo)}
     assert stored == {d["run_id"]: d["dna"]["value"] for d in docs}
+
+
+def test_stability_of_a_dna_whose_runs_all_failed_says_so(repo: Path, tmp_path: Path) -> None:
+    _hooked_repo(repo)
+    crashed = train(tmp_path, repo, "crash")
+    assert crashed.returncode == 1
+    [doc] = manifests(tmp_path).values()
+    done = expdna(tmp_path, repo, "stability", doc["dna"]["value"][:12])
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith(
+        f"no completed run of DNA {doc['dna']['value'][:12]}: 1 left out (failed; "
+        "--include-failed pools them)"
+    )

@@ -128,6 +128,12 @@ def stability_command(
         asked = ", ".join(report.missing) if report.missing else "a metric"
         if as_json:
             emit_json(report.to_dict())
+        if not report.runs and report.left_out:
+            states = ", ".join(sorted(set(report.left_out.values())))
+            raise NotFoundError(
+                f"no completed run of DNA {short(report.dna)}: {len(report.left_out)} left out "
+                f"({states}; --include-failed pools them)"
+            )
         raise NotFoundError(
             f"none of the {len(report.runs)} runs of DNA {short(report.dna)} reported {asked}"
         )
