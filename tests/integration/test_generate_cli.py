@@ -181,3 +181,11 @@ def test_a_removed_current_directory_is_one_error_line(tmp_path: Path, command: 
         "cd to one that does"
     ]
     assert not out.is_file() and not list(out.glob("manifest_*"))  # no manifest written
+
+
+def test_an_error_naming_a_hostile_path_is_one_escaped_line(tmp_path: Path) -> None:
+    path = tmp_path / "\x1b[2Jx\ny.json"
+    done = subprocess.run([EXPDNA, "check", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "\x1b" not in done.stderr
+    assert done.stderr.startswith("expdna: error: ") and "\\x1b[2Jx\\ny.json" in done.stderr

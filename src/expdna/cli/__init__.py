@@ -20,6 +20,7 @@ from click.formatting import HelpFormatter
 
 from expdna import __version__
 from expdna.errors import ExpdnaError
+from expdna.manifest.display import printable
 
 #: name -> ("module:attribute", the first paragraph of the command's docstring).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -166,7 +167,9 @@ class _Group(click.Group):
                 pass
             ctx.exit(0)
         except ExpdnaError as exc:
-            click.echo(f"expdna: error: {exc}", err=True)
+            # one line, as the terminal shows it: a path or value from anyone may hold a
+            # newline or an escape sequence (click would strip the latter from a pipe)
+            click.echo(f"expdna: error: {printable(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except OSError as exc:
             if isinstance(exc, FileNotFoundError) and not _cwd_exists():
