@@ -122,3 +122,15 @@ def test_a_checkout_named_like_a_token_is_hidden(tmp_path: Path) -> None:
     done = run(store, "generate", "--record", "-o", str(out), "--", "python", "train.py", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert_nowhere([GITHUB_TOKEN[4:]], out, store, stderr=done.stderr)
+
+
+def test_a_metric_name_handed_to_the_store_directly_is_hidden(tmp_path: Path) -> None:
+    from expdna.store import Store
+    from tests.factories import manifest_of, synthetic_doc
+
+    manifest = manifest_of(synthetic_doc(1))
+    with Store.open(tmp_path / "store") as store:
+        store.record(manifest)
+        now = store.record_metrics(manifest.run_id, {f"acc/{GITHUB_TOKEN}": 0.9})
+    assert now["acc/ghp_***"] == 0.9 and not any(GITHUB_TOKEN in name for name in now)
+    assert_nowhere([GITHUB_TOKEN], tmp_path / "store")

@@ -34,7 +34,14 @@ from expdna.manifest.redact_rules import (
     home_rule,
 )
 
-__all__ = ["REDACTED_MARK", "redact_argv", "redact_named", "redact_text", "redact_tree"]
+__all__ = [
+    "REDACTED_MARK",
+    "redact_argv",
+    "redact_key",
+    "redact_named",
+    "redact_text",
+    "redact_tree",
+]
 
 # --- text, names, argv --------------------------------------------------------------
 
@@ -258,7 +265,7 @@ class _Walk:
         """A dict key as text: a metric named `acc/https://u:pw@h`, a checkout directory
         named like a token (`code.ghp_...`) are as shared as any value. The changed path
         names the key as it now reads, never the secret."""
-        new = _redact_key(name)
+        new = redact_key(name)
         if self._hidden(name, new):
             self.changed.append(f"{path}.{new}" if path else new)
         return new
@@ -322,7 +329,8 @@ _NOT_SECRETS = frozenset(
 _KEY_RULES = tuple(rule for rule in SHAPE_RULES if rule.name not in _NOT_SECRETS)
 
 
-def _redact_key(name: str) -> str:
+def redact_key(name: str) -> str:
+    """A manifest key (or a metric's name) with its secrets hidden, nothing else."""
     if not name:
         return name
     lower = name.lower()

@@ -94,9 +94,9 @@ def _named_safely(metrics: dict[str, Any]) -> dict[str, Any]:
     """``metrics`` with each name redacted as manifest keys are: a name is text the index
     and the log keep (`acc/https://u:pw@h`, a token pasted as a name), and a caller of
     the store's API may not have come through a manifest."""
-    from expdna.manifest.redact import redact_text
+    from expdna.manifest.redact import redact_key
 
-    return {redact_text(name): value for name, value in metrics.items()}
+    return {redact_key(name): value for name, value in metrics.items()}
 
 
 def record_metrics(
