@@ -368,13 +368,23 @@ with expdna.track(None) as run:
 """
 
 
-def test_a_joined_script_says_how_to_pin_and_that_way_works(repo: Path, tmp_path: Path) -> None:
-    (repo / "pins.py").write_text(PINS)
-    (repo / ".gitignore").write_text("ckpt.pt\n")
+def _committed(repo: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (repo / name).write_text(text)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-qm", "pins"], cwd=repo, check=True)
-    out = str(tmp_path / "run-out")
-    done = expdna(tmp_path, repo, "run", "--record", "--output-dir", out, "--", "python", "pins.py")
+    subprocess.run(["git", "commit", "-qm", "add " + ", ".join(files)], cwd=repo, check=True)
+
+
+def _run_recorded(tmp_path: Path, repo: Path, out: Path, script: str, **env: str) -> Any:
+    """``expdna run --record`` of ``python SCRIPT`` writing into ``out``."""
+    return expdna(
+        tmp_path, repo, "run", "--record", "--output-dir", str(out), "--", "python", script, **env
+    )
+
+
+def test_a_joined_script_says_how_to_pin_and_that_way_works(repo: Path, tmp_path: Path) -> None:
+    _committed(repo, {"pins.py": PINS, ".gitignore": "ckpt.pt\n"})
+    done = _run_recorded(tmp_path, repo, tmp_path / "run-out", "pins.py")
     assert done.returncode == 0, done.stderr
     # the store is configured ($EXPDNA_STORE): the warning must not say it is not
     assert "no store configured" not in done.stderr
@@ -397,23 +407,10 @@ with expdna.track({"lr": float(os.environ["LR"])}, output_dir="o") as run:
 
 
 def test_settings_handed_over_in_code_count_in_a_joined_run(repo: Path, tmp_path: Path) -> None:
-    (repo / "in_code.py").write_text(IN_CODE)
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(["git", "commit", "-qm", "in code"], cwd=repo, check=True)
+    _committed(repo, {"in_code.py": IN_CODE})
     docs = []
     for lr, out in (("0.01", "a"), ("0.1", "b"), ("0.1", "c")):
-        done = expdna(
-            tmp_path,
-            repo,
-            "run",
-            "--record",
-            "--output-dir",
-            str(tmp_path / out),
-            "--",
-            "python",
-            "in_code.py",
-            LR=lr,
-        )
+        done = _run_recorded(tmp_path, repo, tmp_path / out, "in_code.py", LR=lr)
         assert done.returncode == 0, done.stderr
         [path] = (tmp_path / out).glob("manifest_*.json")
         docs.append(json.loads(path.read_text()))

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,16 @@ print(json.dumps({"run_id": handle.run_id, "heavy": heavy, "warnings": handle.wa
 """
 
 
-def _train(project: Path, store: Path, *args: str, index_url: str | None = None) -> dict:
+def _train(
+    project: Path,
+    store: Path,
+    *args: str,
+    index_url: str | None = None,
+    script: str = TRAIN,
+    timeout: int = 120,
+) -> dict[str, Any]:
+    """Run ``script`` (the hooked training) in a fresh interpreter writing into
+    ``project/out``; the JSON its last line prints, which reports no warnings."""
     env = {**os.environ, "EXPDNA_STORE": str(store)}
     env.pop("EXPDNA_INDEX_URL", None)
     if index_url is not None:
@@ -45,15 +55,15 @@ def _train(project: Path, store: Path, *args: str, index_url: str | None = None)
     out = project / "out"
     out.mkdir(exist_ok=True)
     done = subprocess.run(
-        [sys.executable, "-c", TRAIN, str(out), *args],
+        [sys.executable, "-c", script, str(out), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env=env,
         cwd=project,
     )
     assert done.returncode == 0, done.stderr
-    result: dict = json.loads(done.stdout.splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
     assert result["warnings"] == []
     return result
 
@@ -192,21 +202,7 @@ def test_a_pin_before_the_run_is_recorded_waits_for_the_record(
 ) -> None:
     store = tmp_path / "store"
     Store.open(store).close()
-    out = project / "out"
-    out.mkdir()
-    env = {**os.environ, "EXPDNA_STORE": str(store)}
-    env.pop("EXPDNA_INDEX_URL", None)
-    done = subprocess.run(
-        [sys.executable, "-c", TRAIN_PIN_FIRST, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        cwd=project,
-    )
-    assert done.returncode == 0, done.stderr
-    trained = json.loads(done.stdout.splitlines()[-1])
-    assert trained["warnings"] == []
+    trained = _train(project, store, script=TRAIN_PIN_FIRST, timeout=300)
     # the pin was held until add_runtime recorded the run, then written after its record
     assert _kinds(store) == ["record", "pin", "metrics", "status"]
     which = run(store, "which", "early.pt", "--json")  # catch-up applies them
@@ -254,21 +250,8 @@ def _train_torch(project: Path, store: Path) -> tuple[str, Path]:
     """Train with the hook in a fresh interpreter that imported torch; the run id and its
     manifest file."""
     pytest.importorskip("torch")
-    env = {**os.environ, "EXPDNA_STORE": str(store)}
-    env.pop("EXPDNA_INDEX_URL", None)
-    out = project / "out"
-    done = subprocess.run(
-        [sys.executable, "-c", TORCH_TRAIN, str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-        cwd=project,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
-    assert result["warnings"] == []
-    (manifest,) = out.glob("manifest_*.json")
+    result = _train(project, store, script=TORCH_TRAIN)
+    (manifest,) = (project / "out").glob("manifest_*.json")
     return result["run_id"], manifest
 
 
