@@ -112,7 +112,7 @@ fi
   block status-kill;    run "sh signal_after.sh KILL python sleepy.py"
   block status-runs;    run "expdna runs"; run "expdna runs --where status.state=failed"
   sleep 1.1
-  block status-unfinished; run "EXPDNA_UNFINISHED_AFTER=1 expdna runs --where status.state=running"; run "EXPDNA_UNFINISHED_AFTER=1 expdna fsck"
+  block status-unfinished; run "EXPDNA_UNFINISHED_AFTER=1 expdna runs --where status.state=unfinished"; run "EXPDNA_UNFINISHED_AFTER=1 expdna fsck"
   DNA=$(python -c "import glob, json; print(next(d for d in (json.load(open(p)) for p in glob.glob('out/manifest_*.json')) if d['status']['state'] == 'completed')['dna']['value'][:12])")
   block status-stability; run "expdna stability $DNA"
 )

@@ -31,6 +31,28 @@ def _states(store: Store, *where: str) -> dict[str, str | None]:
     return {r.run_id: r.state for r in store.runs(where=[parse_where(w) for w in where])}
 
 
+def test_the_shown_states_select_by_age(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``unfinished`` is ``running`` older than $EXPDNA_UNFINISHED_AFTER, as the listing says."""
+    root = tmp_path / "store"
+    runs = [{**synthetic_doc(i), "status": STARTED} for i in (1, 2)]
+    runs[1]["generated_at"] = "2999-01-01T00:00:00Z"  # started "now": not yet unfinished
+    with Store.open(root) as store:
+        for doc in runs:
+            store.record(manifest_of(doc))
+        old, young = (doc["run_id"] for doc in runs)
+        assert _states(store, "status.state=unfinished") == {old: "running"}
+        assert _states(store, "status.state=running") == {old: "running", young: "running"}
+    shown = run(root, "runs", "--json", "--where", "status.state=unfinished")
+    assert [(r["run_id"], r["unfinished"]) for r in json.loads(shown.stdout)] == [(old, True)]
+    for endless in (str(10**12), "inf"):  # past the calendar: no run is unfinished
+        monkeypatch.setenv("EXPDNA_UNFINISHED_AFTER", endless)
+        with Store.open(root) as store:
+            assert _states(store, "status.state=unfinished") == {}
+        listed = run(root, "runs", "--json")  # the setting reaches the process
+        assert listed.returncode == 0, listed.stderr
+        assert not any(r["unfinished"] for r in json.loads(listed.stdout))
+
+
 def test_a_status_entry_updates_the_run_and_survives_a_reindex(tmp_path: Path) -> None:
     root = tmp_path / "store"
     running = {**synthetic_doc(1), "status": STARTED}
@@ -45,6 +67,9 @@ def test_a_status_entry_updates_the_run_and_survives_a_reindex(tmp_path: Path) -
         assert _states(store, "status.error.type=RuntimeError") == {rid: "failed"}
         assert _states(store, "status.host=node-7") == {rid: "failed"}
         assert _states(store, "status.state=running") == {}
+        # the STATE column's words select too: no status section, and running too long
+        assert _states(store, "status.state=unknown") == {old_id: None}
+        assert _states(store, "status.state=unfinished") == {}
         # the stored manifest is an object: it keeps what was recorded
         assert store.show(rid)["status"]["state"] == "running"
         with pytest.raises(InvalidInputError):

@@ -201,7 +201,8 @@ def runs_command(
     STATE is how the run ended: completed, failed, interrupted, running; "unfinished" for a
     run still running after $EXPDNA_UNFINISHED_AFTER seconds (default 24 h) since it
     started, most often a process that died without a word; "unknown" for a run recorded
-    before runs had a status. Select on it with --where status.state=failed.
+    before runs had a status. Select on it with --where status.state=failed (the
+    shown words unfinished and unknown select too).
     """
     from expdna.store.queries import parse_where
 

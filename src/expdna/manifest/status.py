@@ -163,8 +163,18 @@ def shown_state(
     moment = now or datetime.now(timezone.utc)
     if started_at.tzinfo is None:
         started_at = started_at.replace(tzinfo=timezone.utc)
-    limit = timedelta(seconds=after_s if after_s is not None else unfinished_after_s())
-    return "unfinished" if moment - started_at > limit else state
+    # In seconds, not as a timedelta: $EXPDNA_UNFINISHED_AFTER may be inf or past its range.
+    limit = after_s if after_s is not None else unfinished_after_s()
+    return "unfinished" if (moment - started_at).total_seconds() > limit else state
+
+
+def unfinished_before(now: datetime) -> datetime | None:
+    """The start time before which a run still ``running`` shows ``unfinished`` (``now``'s
+    zone); None when the limit reaches past the calendar, so no run is."""
+    try:
+        return now - timedelta(seconds=unfinished_after_s())
+    except OverflowError:
+        return None
 
 
 def checked_status(status: Mapping[str, Any]) -> dict[str, Any]:

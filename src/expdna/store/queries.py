@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from expdna.errors import InvalidInputError
@@ -272,6 +272,8 @@ def conditions(
         alternatives = [f"{column(name)} IN :f{n}_texts" for name in columns]
         if columns:
             params[f"f{n}_texts"] = texts
+        if "status.state" in condition.paths:
+            alternatives += _shown_state(condition.value.strip(), f"f{n}", params)
         if ids:
             # The record pipeline's value form, loaded only by a query that filters on facts.
             from expdna.store.record.flatten import query_value
@@ -281,6 +283,23 @@ def conditions(
             alternatives.append(_holders(n))
         parts.append("(" + " OR ".join(alternatives) + ")")
     return Where(" AND ".join(parts), params) if parts else Where()
+
+
+def _shown_state(value: str, key: str, params: dict[str, Any]) -> list[str]:
+    """``status.state`` as listings show it: ``unknown`` (no status section) and
+    ``unfinished`` (still ``running`` past the age limit) are in no manifest, yet a user who
+    reads them in the STATE column selects on them."""
+    if value == "unknown":
+        return ["runs.state IS NULL"]
+    if value == "unfinished":
+        from expdna.manifest.status import unfinished_before
+
+        before = unfinished_before(datetime.now(timezone.utc).replace(tzinfo=None))
+        if before is None:
+            return []
+        params[f"{key}_before"] = before  # the index's naive UTC
+        return [f"(runs.state = 'running' AND runs.generated_at < :{key}_before)"]
+    return []
 
 
 def select_runs(
