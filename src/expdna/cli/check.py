@@ -8,6 +8,7 @@ import click
 
 from expdna.cli.diff import shown
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.check import CheckReport, CheckResult, check_live
@@ -51,12 +52,12 @@ def verdict_line(report: CheckReport) -> str:
 
 
 @click.command("check")
-@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
+@click.argument("manifest", type=GivenPath(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option(
     "--repo",
     "repos",
     multiple=True,
-    type=click.Path(path_type=Path),
+    type=GivenPath(path_type=Path),
     metavar="PATH",
     help="Another git repository to compare (repeatable); the one containing cwd is always in.",
 )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.collectors.data import Progress
@@ -126,7 +127,7 @@ def data_group() -> None:
 
 
 @data_group.command("verify")
-@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
+@click.argument("manifest", type=GivenPath(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option(
     "--data-root",
     "data_roots",

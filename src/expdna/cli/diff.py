@@ -11,6 +11,7 @@ import click
 
 from expdna.cli.data import _size
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.diff import Change, DiffReport, diff_manifests
@@ -88,8 +89,8 @@ def render(report: DiffReport) -> list[str]:
 
 
 @click.command("diff")
-@click.argument("a", type=click.Path(path_type=Path, readable=False), metavar="A")
-@click.argument("b", type=click.Path(path_type=Path, readable=False), metavar="B")
+@click.argument("a", type=GivenPath(path_type=Path, readable=False), metavar="A")
+@click.argument("b", type=GivenPath(path_type=Path, readable=False), metavar="B")
 @click.option(
     "--json",
     "as_json",

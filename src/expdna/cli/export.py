@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from expdna.cli.params import GivenPath
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.manifest.times import parse_time
 
@@ -15,7 +16,7 @@ from expdna.manifest.times import parse_time
     "--parquet",
     "parquet",
     required=True,
-    type=click.Path(path_type=Path),
+    type=GivenPath(path_type=Path),
     metavar="FILE",
     help="Write a Parquet file (replaced atomically).",
 )

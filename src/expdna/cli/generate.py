@@ -11,6 +11,7 @@ import click
 from expdna.api import generate
 from expdna.cli.data import tty_progress
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.record import record_generated
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.errors import ExpdnaError, InvalidInputError
@@ -26,7 +27,7 @@ COLLECT_OPTIONS = (
         "--repo",
         "repos",
         multiple=True,
-        type=click.Path(path_type=Path),
+        type=GivenPath(path_type=Path),
         metavar="PATH",
         help="Another git repository to record (repeatable); the one containing cwd is always in.",
     ),
@@ -36,7 +37,7 @@ COLLECT_OPTIONS = (
         multiple=True,
         # the text as given: a Path would fold `https://u:pw@h` into `https:/u:pw@h`, which
         # no longer reads as a URL, so its credentials would escape redaction
-        type=click.Path(path_type=str),
+        type=GivenPath(path_type=str),
         metavar="PATH",
         help="A data file or directory to digest (repeatable).",
     ),
@@ -118,7 +119,7 @@ def collect_and_write(
 @click.option(
     "-o",
     "--output",
-    type=click.Path(path_type=Path),
+    type=GivenPath(path_type=Path),
     metavar="PATH",
     help="Manifest file to write, or a directory for the default name "
     "(default: ./manifest_<run_id>.json).",

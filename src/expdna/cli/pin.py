@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.digest.refs import ref
 from expdna.errors import InvalidInputError, NotFoundError
@@ -32,7 +33,7 @@ def pin_table(found: Sequence[PinRecord]) -> list[str]:
 @click.command("pin")
 @click.argument(
     "checkpoint",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False, readable=False),
+    type=GivenPath(path_type=Path, exists=True, dir_okay=False, readable=False),
     metavar="CHECKPOINT",
 )
 @click.option(

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.store import StoreConfig, open_store, pass_config
 from expdna.errors import ExpdnaError
 from expdna.manifest.dna import short
@@ -54,7 +55,7 @@ def _record_files(config: StoreConfig, paths: tuple[Path, ...]) -> list[RecordRe
 @click.command("record")
 # readable=False: an unreadable file is one line naming it (expdna reads it), not a usage error
 @click.argument(
-    "manifests", nargs=-1, type=click.Path(path_type=Path, readable=False), metavar="MANIFEST..."
+    "manifests", nargs=-1, type=GivenPath(path_type=Path, readable=False), metavar="MANIFEST..."
 )
 @click.option(
     "--scan",

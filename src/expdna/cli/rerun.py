@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from expdna.cli.check import result_line, verdict_line
+from expdna.cli.params import GivenPath
 from expdna.cli.refs import load_manifests
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.compare.check import check_live
@@ -94,7 +95,7 @@ def _confirm(
 
 
 @click.command("rerun")
-@click.argument("manifest", type=click.Path(path_type=Path, readable=False), metavar="MANIFEST")
+@click.argument("manifest", type=GivenPath(path_type=Path, readable=False), metavar="MANIFEST")
 @click.option("--dry-run", "dry_run", is_flag=True, help="Print the script; run nothing.")
 @click.option(
     "--confirm",
@@ -113,7 +114,7 @@ def _confirm(
     "--repo",
     "repos",
     multiple=True,
-    type=click.Path(path_type=Path),
+    type=GivenPath(path_type=Path),
     metavar="PATH",
     help="Another git repository for the check (repeatable), as in `expdna check`.",
 )

@@ -29,6 +29,7 @@ import click
 
 from expdna.cli.generate import collect_and_write, collect_options
 from expdna.cli.output import emit_json
+from expdna.cli.params import GivenPath
 from expdna.cli.store import StoreConfig, pass_config
 from expdna.errors import ExpdnaError, InvalidInputError
 from expdna.manifest.dna import short
@@ -137,7 +138,7 @@ def _start(argv: Sequence[str], env: dict[str, str]) -> Child | None:
 @click.option(
     "--output-dir",
     "output_dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=GivenPath(path_type=Path, file_okay=False),
     default=Path("."),
     show_default=True,
     metavar="DIR",

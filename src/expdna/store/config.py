@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from expdna.errors import InvalidInputError
+
 STORE_ENV = "EXPDNA_STORE"
 INDEX_URL_ENV = "EXPDNA_INDEX_URL"
 #: The URL scheme of a store on S3-compatible storage.
@@ -63,6 +65,12 @@ class StoreConfig:
             path = environ.get(STORE_ENV) or None
         if url is None:
             url = environ.get(INDEX_URL_ENV) or None
+        # An empty name given on purpose (``--store ""``, ``store=""``) is a mistake, not the
+        # current directory: a store would be made in the checkout.
+        if path is not None and not str(path).strip():
+            raise InvalidInputError(f"store: {path!r} is an empty path; name a directory")
+        if url is not None and not url.strip():
+            raise InvalidInputError(f"index URL: {url!r} is empty; name a database URL")
         if isinstance(path, str) and path.startswith(S3_SCHEME):
             return cls(path=None, index_url=url, remote=path)
         return cls(path=Path(path) if path is not None else None, index_url=url)
