@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -39,11 +40,22 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
+#: A worker that aborts in torch's C++ teardown after the training ended, in the process
+#: group's destruction at exit (Lightning's atexit hook): seen once in CI, under load,
+#: in ~70 local launches of this script not at all, with and without the callback.
+_EXIT_ABORT = ("`Trainer.fit` stopped", "terminate called without an active exception")
+
+
 def _launch(argv: list[str], repo: Path, env: dict[str, str]) -> dict[str, Any]:
     runs = Path(argv[argv.index("--output-dir") + 1])
-    done = subprocess.run(
-        argv, cwd=repo, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S
-    )
+    for _ in range(2):
+        done = subprocess.run(
+            argv, cwd=repo, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S
+        )
+        if done.returncode == 0 or not all(sign in done.stderr for sign in _EXIT_ABORT):
+            break
+        shutil.rmtree(runs)  # launched again from nothing: one manifest
+        runs.mkdir()
     assert done.returncode == 0, done.stderr[-3000:]
     [manifest] = sorted(runs.glob("manifest_*.json"))
     return {"path": manifest, "doc": json.loads(manifest.read_text()), "stdout": done.stdout}
