@@ -167,6 +167,29 @@ def test_a_lone_surrogate_is_one_line(
     assert not store.exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("run_id", "../../x;rm -rf ~", "run id '../../x;rm -rf ~' is not usable"),
+        ("generated_at", "yesterday\ntouch PWNED", "'yesterday\\ntouch PWNED' is not an ISO"),
+    ],
+)
+@pytest.mark.parametrize("command", ["record", "diff", "check", "rerun"])
+def test_every_reader_refuses_what_the_store_refuses(
+    tmp_path: Path, good: Path, field: str, value: str, said: str, command: str
+) -> None:
+    """check, rerun and diff once showed a run id or time that record refused."""
+    doc = json.loads(good.read_text())
+    doc[field] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    args = {"diff": [str(good)], "rerun": ["--dry-run"]}.get(command, [])
+    store = tmp_path / "store"
+    before = sorted(tmp_path.iterdir())
+    one_error(expdna(store, command, str(bad), *args, cwd=tmp_path), str(bad), f"{field}: {said}")
+    assert sorted(tmp_path.iterdir()) == before and not store.exists()
+
+
 def test_a_surrogate_pair_is_still_a_character(tmp_path: Path) -> None:
     doc = synthetic(702).to_dict()
     doc["command"]["argv"].append("\U0001f600")

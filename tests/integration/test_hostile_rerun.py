@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from expdna.compare.rerun import render_script
+from expdna.errors import ManifestError
 from expdna.manifest.dna import compute_dna
 from expdna.manifest.io import manifest_from_dict, write_manifest
 from tests.integration.test_compare_cli import committed, expdna, generate
@@ -113,7 +114,7 @@ def hostile_doc() -> dict[str, Any]:
     return {
         "schema_version": "1.1",
         "run_id": "20260805_143025_1c8e2fb_k3f9",
-        "generated_at": "2026-08-05T14:30:25Z" + NEWLINE,
+        "generated_at": "2026-08-05T14:30:25Z",  # with NEWLINE: refused (below)
         "command": {
             "argv": ["printf", "%s|", f"red {ESC}[31mRED{ESC}[0m", "a\rb", "new\nline", "'"],
             "cwd": "/w" + NEWLINE,
@@ -140,6 +141,9 @@ def hostile_doc() -> dict[str, Any]:
 @pytest.mark.skipif(BASH is None, reason="$'...' words need bash, zsh or ksh")
 def test_no_manifest_text_leaves_its_comment_or_quote(tmp_path: Path) -> None:
     doc = hostile_doc()
+    for field in ("generated_at", "run_id"):  # not text to show: refused as the store does
+        with pytest.raises(ManifestError, match=f"invalid manifest: {field}: .* is not"):
+            manifest_from_dict({**doc, field: doc[field] + NEWLINE})
     manifest = manifest_from_dict(doc)
     manifest.dna = compute_dna(manifest)
     script = render_script(manifest)

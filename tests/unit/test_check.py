@@ -318,7 +318,7 @@ def _mini(code: dict[str, Any], gpus: list[dict[str, Any]] | None = None) -> Man
         {
             "schema_version": "1.0",
             "run_id": "r",
-            "generated_at": "t",
+            "generated_at": "2026-12-01T00:00:00Z",
             "code": code,
             "hardware": {"gpus": gpus or [], "gpu_count": len(gpus or [])},
         }

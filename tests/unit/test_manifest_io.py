@@ -71,7 +71,8 @@ BAD: list[tuple[str, bytes, str]] = [
     ("version not a string", json.dumps({**BASE, "schema_version": 1}).encode(), "MAJOR.MINOR"),
     (
         "nan",
-        b'{"schema_version": "1.0", "run_id": "r", "generated_at": "t", "x": NaN}',
+        b'{"schema_version": "1.0", "run_id": "r", "generated_at": "2026-12-01T00:00:00Z", '
+        b'"x": NaN}',
         "NaN is not valid JSON",
     ),
     ("infinity", b'{"schema_version": "1.0", "x": -Infinity}', "Infinity is not valid JSON"),

@@ -147,7 +147,9 @@ def _first_error(exc: ValidationError) -> str:
     where = ".".join(str(p) for p in err["loc"]) or "(document)"
     more = exc.error_count() - 1
     suffix = f" (and {more} more)" if more else ""
-    return f"invalid manifest: {where}: {err['msg']}{suffix}"
+    # our own validators' words, without pydantic's "Value error, " before them
+    said = err.get("ctx", {}).get("error") if err["type"] == "value_error" else None
+    return f"invalid manifest: {where}: {said or err['msg']}{suffix}"
 
 
 def manifest_from_dict(doc: dict[str, Any], source: str = "<manifest>") -> Manifest:

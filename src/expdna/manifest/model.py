@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from expdna.errors import InvalidInputError, quoted
 from expdna.manifest.lineage import Relation
+from expdna.manifest.runid import RUN_ID
+from expdna.manifest.times import parse_time
 
 #: 1.1 added ``unknown`` (sections a collector could not finish, part of the DNA).
 SCHEMA_VERSION = "1.1"
@@ -289,6 +292,27 @@ class Manifest(_Open):
     )
     collection: Collection = Field(default_factory=Collection)
     dna: Dna | None = None
+
+    # Every reader refuses what the store refuses: a manifest may come from anyone, and
+    # check, rerun and diff print these two and name files after the run id.
+    @field_validator("run_id")
+    @classmethod
+    def _usable_run_id(cls, value: str) -> str:
+        if RUN_ID.fullmatch(value) is None:
+            raise ValueError(
+                f"run id {quoted(value)} is not usable (letters, digits, '._:+-', "
+                "at most 128 characters)"
+            )
+        return value
+
+    @field_validator("generated_at")
+    @classmethod
+    def _a_time(cls, value: str) -> str:
+        try:
+            parse_time(value, "generated_at")
+        except InvalidInputError as exc:
+            raise ValueError(str(exc).removeprefix("generated_at: ")) from None
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         """The document as plain dicts and lists, unknown fields included, ``None`` kept.
