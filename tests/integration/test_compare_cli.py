@@ -142,7 +142,8 @@ def test_diff_equal_then_one_resolved_arg(repo: Path, out: Path) -> None:
     sections = section_lines(differ.stdout)
     assert [name for name, eq in sections.items() if eq == "!="] == ["config"]
     # DNA version 3: the command's word is the identity; the parsed value repeats it.
-    assert "WARN command.argv.3: 0.1 -> 0.2  (in dna)" in differ.stdout
+    assert "WARN command.argv: 4 words -> 4 words  (in dna)" in differ.stdout
+    assert "    argv[3:4]: 0.1 -> 0.2  (in dna)" in differ.stdout
     assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in differ.stdout
     assert differ.stderr == ""
 

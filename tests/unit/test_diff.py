@@ -86,10 +86,17 @@ def test_an_argument_changes_only_the_config_section() -> None:
     assert [n for n, s in report.sections.items() if not s.equal] == ["config"]
     # The command's word changed the DNA (version 3: the command is in config): never
     # INFO, and marked as part of the DNA; the resolved argument repeats it outside.
+    old_argv, new_argv = (
+        ["python", "train.py", "--lr", "0.1"],
+        ["python", "train.py", "--lr", "0.2"],
+    )
     assert [(c.path, c.severity, c.old, c.new, c.section, c.in_dna) for c in report.changes] == [
-        ("command.argv.3", "WARN", "0.1", "0.2", "command", True),
+        ("command.argv", "WARN", old_argv, new_argv, "command", True),
         ("config.resolved_args.lr", "INFO", 0.1, 0.2, "config", False),
     ]
+    assert report.changes[0].details == (
+        {"path": "argv[3:4]", "old": "0.1", "new": "0.2", "in_dna": True},
+    )
 
 
 def test_a_per_run_arg_is_a_change_but_not_a_dna_difference() -> None:
@@ -214,7 +221,9 @@ def test_text_rendering() -> None:
     assert lines[1].startswith("config      != ") and " -> " in lines[1]
     assert "INFO config.resolved_args.lr: 0.1 -> 0.2" in lines
     # the entry script is part of the command, which version 3 hashes with the config
-    long_line = next(line for line in lines if line.startswith("WARN command.argv.1:"))
+    at = lines.index("WARN command.argv: 4 words -> 2 words  (in dna)")
+    long_line = lines[at + 1]
+    assert long_line.startswith("    argv[1:4]: train.py --lr 0.1 -> xxx")
     assert len(long_line) < 120 and long_line.endswith("…  (in dna)")
     assert lines[-1].startswith("dna: ") and lines[-1].endswith("(differ)")
 
@@ -237,7 +246,7 @@ def test_in_dna_marks_only_the_changes_that_alter_the_dna() -> None:
     )
     report = diff_manifests(a, b)
     by_path = {c.path: c for c in report.changes}
-    assert by_path["command.argv.3"].in_dna
+    assert by_path["command.argv"].in_dna
     assert not by_path["config.resolved_args.lr"].in_dna  # version 3: the word counts
     assert not by_path["config.resolved_args.output_dir"].in_dna
     assert not by_path["code.relax.branch"].in_dna
@@ -253,7 +262,7 @@ def test_in_dna_is_decided_per_field_when_a_section_has_several_changes() -> Non
         config__resolved_args__run_name="b",
     )
     assert {c.path: c.in_dna for c in diff_manifests(make(), b).changes} == {
-        "command.argv.3": True,
+        "command.argv": True,
         "config.resolved_args.lr": False,
         "config.resolved_args.run_name": False,
     }
@@ -318,7 +327,7 @@ def test_a_list_item_only_one_side_has_is_judged_without_breaking_the_document()
     )
     by_path = {c.path: c for c in report.changes}
     assert by_path["config.dna_ignore.0"].new is None
-    assert by_path["command.argv.3"].in_dna
+    assert by_path["command.argv"].in_dna
 
 
 def test_named_list_items_compare_by_name() -> None:
@@ -446,7 +455,39 @@ def test_argument_words_are_in_the_dna_through_the_command() -> None:
     a = make(command__argv=["python", "train.py", "--lr", "0.1", "--output_dir", "/out/a"])
     b = make(command__argv=["python", "train.py", "--lr", "0.2", "--output_dir", "/out/b"])
     report = diff_manifests(a, b)
-    judged = {c.path: (c.severity, c.in_dna) for c in report.changes}
-    # a setting's word changes the DNA; a per-run output directory's does not
-    assert judged == {"command.argv.3": ("WARN", True), "command.argv.5": ("INFO", False)}
+    [change] = report.changes
+    assert (change.path, change.severity, change.in_dna) == ("command.argv", "WARN", True)
+    # each edit judged alone: a setting's word changes the DNA; an output directory's not
+    assert change.details == (
+        {"path": "argv[3:4]", "old": "0.1", "new": "0.2", "in_dna": True},
+        {"path": "argv[5:6]", "old": "/out/a", "new": "/out/b", "in_dna": False},
+    )
     assert not report.sections["config"].equal and not report.equal
+
+
+def test_an_added_or_moved_option_is_one_edit_not_a_shift_of_every_word() -> None:
+    words = ["python", "train.py", "--lr", "0.1", "--batch", "8", "--seed", "1"]
+    added = diff_manifests(
+        make(command__argv=words), make(command__argv=[*words[:2], "--warmup", "10", *words[2:]])
+    )
+    [change] = [c for c in added.changes if c.section == "command"]
+    assert change.details == (
+        {"path": "argv[2:2]", "old": None, "new": "--warmup 10", "in_dna": True},
+    )
+    assert "    argv[2:2]: (none) -> --warmup 10  (in dna)" in render(added)
+    moved = diff_manifests(
+        make(command__argv=words),
+        make(command__argv=[*words[:2], *words[4:6], *words[2:4], *words[6:]]),
+    )
+    [change] = [c for c in moved.changes if c.section == "command"]
+    # one option taken out and put back elsewhere: two edits of the same words
+    edits = {(d["old"], d["new"]) for d in change.details}
+    assert edits in (
+        {("--lr 0.1", None), (None, "--lr 0.1")},
+        {("--batch 8", None), (None, "--batch 8")},
+    )
+    # a word that needs quoting is shown as the shell would read it
+    quoted = diff_manifests(
+        make(command__argv=words), make(command__argv=[*words, "--name", "a b"])
+    ).changes[0]
+    assert quoted.details[0]["new"] == "--name 'a b'"

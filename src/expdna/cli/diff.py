@@ -50,6 +50,11 @@ def _item(value: Any) -> str:
     return shown(value)
 
 
+def _words(value: Any) -> str:
+    count = len(value) if isinstance(value, list) else 0
+    return f"{count} word" + ("" if count == 1 else "s")
+
+
 def change_lines(change: Change) -> list[str]:
     """One line for the change, then one indented line per detail."""
     old, new = change.old, change.new
@@ -60,6 +65,8 @@ def change_lines(change: Change) -> list[str]:
         said = "only in B" + ("" if isinstance(new, dict) else f": {shown(new)}")
     elif item and isinstance(old, dict) and isinstance(new, dict):
         said = f"changed {_item(old)} -> {_item(new)}"
+    elif isinstance(old, list) or isinstance(new, list):  # a command line: its edits below
+        said = f"{_words(old)} -> {_words(new)}"
     else:
         said = f"{shown(old)} -> {shown(new)}"
     lines = [f"{change.severity} {change.path}: {said}" + ("  (in dna)" if change.in_dna else "")]
@@ -67,7 +74,10 @@ def change_lines(change: Change) -> list[str]:
         if "a" in detail:  # a patch's file
             lines.append(f"    {detail['path']}: {_counts(detail['a'])} -> {_counts(detail['b'])}")
         else:
-            lines.append(f"    {detail['path']}: {shown(detail['old'])} -> {shown(detail['new'])}")
+            counted = "  (in dna)" if detail.get("in_dna") else ""
+            lines.append(
+                f"    {detail['path']}: {shown(detail['old'])} -> {shown(detail['new'])}{counted}"
+            )
     return lines
 
 

@@ -11,6 +11,7 @@ a changed config file carries its changed keys and a changed patch the files it 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -161,10 +162,19 @@ def _dotted(keys: Keys, prefix: str = "") -> str:
     return f"{prefix}.{text}" if prefix and text else prefix or text
 
 
+class Words(list[str]):
+    """A list of words, compared whole and aligned by content: an option moved or added is
+    one edit, not a change of every word after it."""
+
+
+#: The lists of words: the command line.
+WORD_LISTS: tuple[tuple[str, str], ...] = (("command", "argv"),)
+
+
 def _walk(value: Any, keys: Keys) -> Iterator[tuple[Keys, Any]]:
     # Keys as tuples: a key may hold a dot (``ruamel.yaml``, ``model.lr``), a path may not.
-    if isinstance(value, Row):
-        yield keys, value  # one list-shaped item: compared whole
+    if isinstance(value, (Row, Words)):
+        yield keys, value  # one list-shaped item, or a command line: compared whole
     elif isinstance(value, Mapping):  # a Name key (a list item's, a config file's) stays one
         for key, child in value.items():
             yield from _walk(child, (*keys, key if isinstance(key, str) else str(key)))
@@ -305,7 +315,7 @@ def diff_manifests(a: Manifest, b: Manifest) -> DiffReport:
                 new=_get(doc_b, keys),
                 section=str(keys[0]),
                 in_dna=counted,
-                details=_details(keys, explained.get(keys, ()), doc_a, doc_b),
+                details=_details(keys, explained.get(keys, ()), doc_a, doc_b, judge),
             )
         )
     # What changes the DNA first; then the most severe; within that, document order.
@@ -330,6 +340,11 @@ NAMED_MAPS: tuple[tuple[str, str], ...] = (
 
 def _named(doc: dict[str, Any]) -> dict[str, Any]:
     out = dict(doc)
+    for section, field in WORD_LISTS:
+        part = out.get(section)
+        value = part.get(field) if isinstance(part, Mapping) else None
+        if isinstance(part, Mapping) and isinstance(value, list):
+            out[section] = {**part, field: Words(value)}
     for section, field in NAMED_MAPS:
         part = out.get(section)
         value = part.get(field) if isinstance(part, Mapping) else None
@@ -377,11 +392,18 @@ def _explanations(changed: list[Keys], doc_a: Any, doc_b: Any) -> dict[Keys, lis
 
 
 def _details(
-    keys: Keys, parts: list[Keys] | tuple[Keys, ...], doc_a: Any, doc_b: Any
+    keys: Keys, parts: list[Keys] | tuple[Keys, ...], doc_a: Any, doc_b: Any, judge: DnaJudge
 ) -> tuple[dict[str, Any], ...]:
     if parts:
         return tuple(
             {"path": dotted(k[3:]), "old": _get(doc_a, k), "new": _get(doc_b, k)} for k in parts
+        )
+    if keys in WORD_LISTS:
+        words = _get(doc_a, keys) or []
+        edits = word_edits(words, _get(doc_b, keys) or [])
+        # each edit made alone to A's words: a setting's word counts, an output path's not
+        return tuple(
+            {**edit, "in_dna": judge.in_dna(keys, Words(edited))} for edit, edited in edits
         )
     if keys[0] == "code" and keys[2:] == ("patch", "digest"):
         text_a = _get(doc_a, (*keys[:3], "text"))
@@ -393,6 +415,26 @@ def _details(
             )
         )
     return ()
+
+
+def word_edits(a: list[str], b: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
+    """Where two command lines differ, as A's slices (``argv[2:2]``: inserted before A's
+    word 2) with each side's words as the shell would read them (``None``: no word), each
+    with A's words after that edit alone."""
+    from difflib import SequenceMatcher
+
+    def words(part: list[str]) -> str | None:
+        return shlex.join(str(w) for w in part) if part else None
+
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    return [
+        (
+            {"path": f"argv[{i1}:{i2}]", "old": words(a[i1:i2]), "new": words(b[j1:j2])},
+            [*a[:i1], *b[j1:j2], *a[i2:]],
+        )
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        if tag != "equal"
+    ]
 
 
 def _verified(manifest: Manifest) -> bool:

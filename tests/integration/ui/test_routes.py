@@ -126,7 +126,9 @@ def test_diff_page_shows_section_digests_then_changes(
     assert '<tr class="differ"><td>config</td>' in html
     assert '<tr class="same"><td>hardware</td>' in html
     for change in report["changes"]:
-        assert f'<td class="mono">{change["path"]}</td>' in html
+        details = "".join(f"<li>{d['path']}: " for d in change["details"])
+        shown = f'<ul class="details">{details}' if details else "</td>"
+        assert f'<td class="mono">{change["path"]}{shown}' in html.replace("</li>", "")
     assert "(differ)" in html
     assert client.get("/diff").status_code == 200  # the empty form
 
