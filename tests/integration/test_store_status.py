@@ -67,6 +67,10 @@ def test_a_status_entry_updates_the_run_and_survives_a_reindex(tmp_path: Path) -
         assert _states(store, "status.error.type=RuntimeError") == {rid: "failed"}
         assert _states(store, "status.host=node-7") == {rid: "failed"}
         assert _states(store, "status.state=running") == {}
+        # another rank's later (or earlier) end: the worse one stands, in either order
+        assert store.record_status(rid, {**FAILED, "state": "completed"}) == "failed"
+        assert store.record_status(rid, {**STARTED, "state": "interrupted"}) == "failed"
+        assert _states(store, "status.error.type=RuntimeError") == {rid: "failed"}
         # the STATE column's words select too: no status section, and running too long
         assert _states(store, "status.state=unknown") == {old_id: None}
         assert _states(store, "status.state=unfinished") == {}

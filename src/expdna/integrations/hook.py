@@ -54,13 +54,13 @@ from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
 from expdna.integrations import exits
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.args import settings_source as guessed_source
-from expdna.integrations.joined import NotJoined, joined_manifest
+from expdna.integrations.joined import RUN_ID_ENV, NotJoined, joined_manifest
 from expdna.integrations.launch import this_command
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
 from expdna.integrations.trackers import Link, tell, tie
 from expdna.manifest.lineage import edge_problem
-from expdna.manifest.model import Lineage, Manifest
+from expdna.manifest.model import Lineage, Manifest, RunStatus
 from expdna.manifest.redact import redact_text, redact_tree
 from expdna.manifest.status import ended, from_exception, own_peak_rss, started
 from expdna.store.config import StoreConfig
@@ -153,6 +153,8 @@ class RunHandle:
     _held_pins: list[tuple[str, str, str, int]] = field(default_factory=list, repr=False)
     #: Started inside :func:`setup_follows`: the DNA changes before ``add_runtime``.
     _setup_follows: bool = field(default=False, repr=False)
+    #: When another rank than 0 started (it has no manifest to hold its status).
+    _begun: RunStatus | None = field(default=None, repr=False)
 
     @property
     def dna(self) -> str | None:
@@ -335,6 +337,10 @@ class RunHandle:
         """:meth:`finish`, and what :mod:`expdna.integrations.exits` calls as the process
         ends: ``signal_name`` makes the run ``interrupted`` by that signal."""
         if self.manifest is None:
+            if self.peers is not None and not self._ended:
+                self._ended = True
+                exits.forget(self)
+                self._tell_failure(error, signal_name)
             return self
         exits.forget(self)
         if self._ended and not metrics:
@@ -367,6 +373,37 @@ class RunHandle:
             self._warn(f"checkpoint pins not recorded, the run is not in the store: {names}")
         self.store.close()
         return self
+
+    def _tell_failure(self, error: BaseException | None, signal_name: str | None) -> None:
+        """Another rank than 0 ended badly: tell the store, on rank 0's run, whose record
+        keeps the worse end (rank 0 may have finished ``completed`` before this)."""
+        assert self.peers is not None
+        try:
+            state, failure, signal = from_exception(error)
+            if signal_name is not None:
+                state, signal = "interrupted", signal_name
+            if state == "completed" or not self.store.configured:
+                return
+            rank = self.peers.layout.rank
+            run_id = self.run_id
+            if run_id is None:
+                self._warn(f"rank {rank} {state}, but rank 0's run id is unknown here: not told")
+                return
+            code = error.code if isinstance(error, SystemExit) else None
+            status = ended(
+                self._begun or started(),
+                state,
+                exit_code=code if isinstance(code, int) else None,
+                error=failure,
+                signal=signal,
+                peak_rss_bytes=own_peak_rss(),
+            )
+            status.rank = rank
+            told = self.store.record_status(run_id, status.model_dump(mode="json"))
+            self._warn_all([told])
+            self.store.close()
+        except Exception as exc:  # the exit path must never raise
+            self._warn(f"this rank's end not told: {type(exc).__name__}: {exc}")
 
     def _set_status(self, error: BaseException | None, signal_name: str | None) -> None:
         assert self.manifest is not None
@@ -522,8 +559,17 @@ def start(
     try:
         peers = _peers(ranks)
         if peers is not None and not peers.layout.writes:
-            # Another rank of a torch.distributed job: rank 0 collects and writes.
-            return RunHandle(manifest=None, deadline_s=_deadline(deadline_s), peers=peers)
+            # Another rank of a torch.distributed job: rank 0 collects and writes; this
+            # rank tells the store only of its own failure (rank 0 may have finished).
+            other = RunHandle(
+                manifest=None,
+                deadline_s=_deadline(deadline_s),
+                peers=peers,
+                store=StoreLink() if _in_run_command() else StoreLink.resolve(store, index_url),
+                _begun=started(),
+            )
+            exits.watch(other)
+            return other
         notes: list[str] = []
         resolved = None
         source = None
@@ -670,6 +716,11 @@ def _peers(ranks: Mapping[str, int] | None = None) -> Peers | None:
     hint = dict(ranks) if ranks else None
     found = layout(hinted_environ(os.environ, hint))
     return Peers(found, hint=hint) if found is not None else None
+
+
+def _in_run_command() -> bool:
+    """Under ``expdna run``, which records how the whole command ended."""
+    return bool(os.environ.get(RUN_ID_ENV))
 
 
 def _deadline(deadline_s: Any) -> float:

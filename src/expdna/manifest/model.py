@@ -256,6 +256,12 @@ class RunStatus(_Open):
     duration_s: float | None = None
     peak_rss_bytes: int | None = Field(None, description="Peak resident memory of the process.")
     host: str | None = Field(None, description="The host it ran on, redacted.")
+    rank: int | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="The torch.distributed rank whose end this is, where not rank 0's: "
+        "another rank that failed after rank 0 finished tells the store.",
+    )
 
 
 class Manifest(_Open):

@@ -30,6 +30,15 @@ UNFINISHED_AFTER_S = 24 * 3600.0
 UNFINISHED_ENV = "EXPDNA_UNFINISHED_AFTER"
 #: Longest exception message kept (a message can hold a whole tensor).
 MESSAGE_CHARS = 2000
+#: How bad each end is. A run of several processes (the ranks of a torch.distributed job)
+#: ends as its worst process did: rank 0 may finish before another rank fails.
+STATE_ORDER = ("running", "completed", "interrupted", "failed")
+
+
+def outranks(state: str | None, other: str | None) -> bool:
+    """Whether an end in ``state`` stands over a later one in ``other``."""
+    order = {name: i for i, name in enumerate(STATE_ORDER)}
+    return order.get(state or "", -1) > order.get(other or "", -1)
 
 
 def utc_text(moment: datetime) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, select, update
 
-from expdna.manifest.status import checked_status
+from expdna.manifest.status import checked_status, outranks
 from expdna.store.index.bulk import bulk_insert, chunks
 from expdna.store.index.engine import Index
 from expdna.store.index.intern import InternCache, intern_pairs
@@ -56,9 +56,14 @@ def replace_status(conn: Connection, run: int, status: dict[str, Any]) -> None:
 
 
 def apply_entry(conn: Connection, entry: LogEntry) -> str | None:
-    """A ``status`` log entry's rows (recording it, or ``reindex`` replaying it)."""
+    """A ``status`` log entry's rows (recording it, or ``reindex`` replaying it): the
+    worse end stands (``outranks``), whichever rank's entry came first."""
     status = dict(entry.body["status"])
-    replace_status(conn, run_pk(conn, str(entry.body["run_id"])), status)
+    run = run_pk(conn, str(entry.body["run_id"]))
+    current = conn.execute(select(Run.state).where(Run.id == run)).scalar()
+    if outranks(current, status.get("state")):
+        return str(current)
+    replace_status(conn, run, status)
     state = status.get("state")
     return str(state) if state is not None else None
 
