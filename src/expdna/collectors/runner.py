@@ -2,7 +2,9 @@
 
 Each collector runs in its own daemon thread. One that misses its deadline is abandoned
 (recorded as ``timeout``), not awaited: a daemon thread cannot keep the interpreter alive,
-and the subprocesses collectors start carry their own timeouts.
+and the subprocesses collectors start carry their own timeouts. The process's exit waits
+for it a last bounded while (:mod:`expdna.abandoned`), or a thread inside torch's native
+code could abort the process as the interpreter finalises.
 
 Deadlines: every collector gets ``deadline_s`` (or its own ``Collector.deadline_s``), and
 the whole collection at most ``overall_deadline_s``; all start together, so each deadline
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from expdna.abandoned import abandon
 from expdna.collectors.context import CollectContext, NotAvailable, Partial, Unknown
 
 log = logging.getLogger(__name__)
@@ -199,6 +202,7 @@ def run_collectors(
         outcome = _call(collector, own)
         results.put((collector.name, outcome, time.perf_counter()))  # when it finished
 
+    threads: dict[str, threading.Thread] = {}
     for collector in chosen:
         thread = threading.Thread(
             target=work,
@@ -207,6 +211,7 @@ def run_collectors(
             daemon=True,
         )
         thread.start()
+        threads[collector.name] = thread
 
     outcomes: dict[str, Outcome] = {}
     while len(outcomes) < len(chosen):
@@ -227,6 +232,7 @@ def run_collectors(
     elapsed = (time.perf_counter() - started) * 1000
     for collector in chosen:
         if collector.name not in outcomes:
+            abandon(threads[collector.name])
             limit = limits[collector.name]
             outcomes[collector.name] = Outcome(
                 "timeout", {}, min(elapsed, limit * 1000), [_missed(limit)]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from expdna.abandoned import abandon
 from expdna.manifest.io import write_manifest
 from expdna.manifest.model import Manifest
 from expdna.store.config import StoreConfig
@@ -44,6 +45,7 @@ def guarded(what: str, fn: Callable[[], T], deadline_s: float) -> tuple[T | None
     thread.start()
     thread.join(deadline_s)
     if thread.is_alive():
+        abandon(thread)
         return None, f"{what}: no answer within {deadline_s:g} s; abandoned"
     if "error" in box:
         exc = box["error"]
