@@ -23,7 +23,9 @@ log = logging.getLogger(__name__)
 EXIT_WAIT_S = 10.0
 
 _threads: list[threading.Thread] = []
-_lock = threading.Lock()
+# Re-entrant: a SIGTERM handler that ends a run may abandon a call while this thread is
+# inside abandon() (expdna.integrations.exits).
+_lock = threading.RLock()
 _registered = False
 
 
@@ -37,18 +39,28 @@ def abandon(thread: threading.Thread) -> None:
             return
         _registered = True
     # Registered late, so it runs before handlers registered earlier (atexit is LIFO),
-    # such as a framework's destroy_process_group the thread may still be using.
+    # such as a framework's destroy_process_group the thread may still be using. The
+    # hook's own exit handler (which may abandon calls as it ends a run) calls
+    # wait_for_abandoned itself when it is done.
     atexit.register(wait_for_abandoned)
 
 
 def wait_for_abandoned(limit_s: float = EXIT_WAIT_S) -> list[str]:
-    """Join the abandoned threads, ``limit_s`` in all; the names of those still running."""
+    """Join the abandoned threads, ``limit_s`` in all, including any abandoned while
+    waiting; the names of those still running."""
     ends = time.monotonic() + limit_s
-    with _lock:
-        waiting = list(_threads)
-    for thread in waiting:
-        thread.join(max(0.0, ends - time.monotonic()))
-    left = [t.name for t in waiting if t.is_alive()]
+    waited: list[threading.Thread] = []
+    while True:
+        with _lock:
+            new = [t for t in _threads if not any(t is w for w in waited)]
+        if not new:
+            break
+        for thread in new:
+            thread.join(max(0.0, ends - time.monotonic()))
+        waited += new
+        if time.monotonic() >= ends:
+            break
+    left = [t.name for t in waited if t.is_alive()]
     if left:
         log.debug("still running at exit: %s", ", ".join(left))
     return left

@@ -28,6 +28,14 @@ def native(ctx=None):  # about a second inside torch, the GIL released
 if sys.argv[1] == "guarded":
     result, warning = guarded("a slow store", native, 0.1)
     assert result is None and "abandoned" in warning, warning
+elif sys.argv[1] == "ending":  # abandoned by the hook's own exit handler, as it ends a run
+    from expdna.integrations import exits
+
+    class Run:
+        def end(self, error=None, *, signal_name=None):
+            guarded("telling the store", native, 0.1)
+
+    exits.watch(Run())
 else:
     slow = Collector(name="slow", section="environment", fn=native)
     outcome = run_collectors(CollectContext(), [slow], deadline_s=0.1)["slow"]
@@ -36,7 +44,7 @@ print("training done", flush=True)
 """
 
 
-@pytest.mark.parametrize("through", ["guarded", "collectors"])
+@pytest.mark.parametrize("through", ["guarded", "collectors", "ending"])
 def test_an_abandoned_native_call_leaves_the_exit_alone(through: str) -> None:
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, through],

@@ -70,7 +70,11 @@ def test_a_status_entry_updates_the_run_and_survives_a_reindex(tmp_path: Path) -
         # another rank's later (or earlier) end: the worse one stands, in either order
         assert store.record_status(rid, {**FAILED, "state": "completed"}) == "failed"
         assert store.record_status(rid, {**STARTED, "state": "interrupted"}) == "failed"
+        # of equal ends the first stands: the real error, not a rank's knock-on one
+        knock_on = {"type": "DistNetworkError", "message": "Connection closed by peer"}
+        assert store.record_status(rid, {**FAILED, "error": knock_on, "rank": 1}) == "failed"
         assert _states(store, "status.error.type=RuntimeError") == {rid: "failed"}
+        assert _states(store, "status.rank=1") == {}
         # the STATE column's words select too: no status section, and running too long
         assert _states(store, "status.state=unknown") == {old_id: None}
         assert _states(store, "status.state=unfinished") == {}

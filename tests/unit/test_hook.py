@@ -670,3 +670,22 @@ def test_a_bad_settings_source_is_a_warning_and_the_type_decides(
     assert handle is not None and handle.manifest is not None
     assert handle.manifest.config.settings_source == "code"
     assert any("settings_source='cli'" in w for w in _warnings(caplog))
+
+
+def test_an_empty_store_costs_the_store_not_the_manifest(
+    elsewhere: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    handle = start(_args(), output_dir=tmp_path / "out", store="", caller_file=elsewhere)
+    assert handle is not None and handle.path is not None and handle.path.exists()
+    assert not handle.store.configured
+    assert any(
+        "'' is an empty path" in w and "not recording in a store" in w for w in handle.warnings
+    )
+    assert not (tmp_path / "index.sqlite").exists() and not (tmp_path / "objects").exists()
+    handle.finish()
+    # a blank $EXPDNA_STORE is unset, as a shell's `EXPDNA_STORE=` is
+    monkeypatch.setenv("EXPDNA_STORE", "  ")
+    blank = start(_args(), output_dir=tmp_path / "out2", caller_file=elsewhere)
+    assert blank is not None and not blank.store.configured and blank.path is not None
+    blank.finish()

@@ -81,6 +81,11 @@ def _end_all(error: BaseException | None, signal_name: str | None) -> None:
 
 def _at_exit() -> None:
     _end_all(_seen.get("exception"), None)
+    # Ending a run may abandon a call at its deadline (a store that is slow to answer);
+    # it must not be left inside native code as the interpreter finalises.
+    from expdna.abandoned import wait_for_abandoned
+
+    wait_for_abandoned()
 
 
 def _catch_sigterm() -> None:

@@ -51,10 +51,11 @@ from typing import Any
 from expdna.collectors.distributed import hinted_environ, layout
 from expdna.collectors.runner import DEFAULT_DEADLINE_S, Registry
 from expdna.digest import SMALL_FILE_BYTES, hash_file, ref
+from expdna.errors import InvalidInputError
 from expdna.integrations import exits
 from expdna.integrations.args import UnsupportedArgs, plain, resolved_args
 from expdna.integrations.args import settings_source as guessed_source
-from expdna.integrations.joined import RUN_ID_ENV, NotJoined, joined_manifest
+from expdna.integrations.joined import MANIFEST_ENV, RUN_ID_ENV, NotJoined, joined_manifest
 from expdna.integrations.launch import this_command
 from expdna.integrations.recording import StoreLink, StoreTarget, guarded, write_file
 from expdna.integrations.torch_nodes import Peers, announce, post_fingerprint
@@ -188,6 +189,10 @@ class RunHandle:
         if self.manifest is None:
             if self.peers is not None and self.peers.layout.leads_node:
                 self._post_node()
+            if self.peers is not None:
+                # Kept for a failure of this rank: at its end, the process that holds the
+                # job's store (rank 0's under a plain env:// launch) may be gone.
+                self._announced("run_id")
             return self
         self._runtime_added = True
         if self._recorded_at_start and "ray" not in sys.modules:
@@ -565,7 +570,7 @@ def start(
                 manifest=None,
                 deadline_s=_deadline(deadline_s),
                 peers=peers,
-                store=StoreLink() if _in_run_command() else StoreLink.resolve(store, index_url),
+                store=StoreLink() if _in_run_command() else _store_link(store, index_url, []),
                 _begun=started(),
             )
             exits.watch(other)
@@ -590,7 +595,7 @@ def start(
                 f"using {DEFAULT_DEADLINE_S:g}"
             )
             deadline_s = DEFAULT_DEADLINE_S
-        link = StoreLink.resolve(store, index_url)
+        link = _store_link(store, index_url, notes)
         if output_dir is None and not link.configured:
             notes.append("no output_dir and no store: this run's manifest will not be saved")
         from expdna.api import collect
@@ -718,9 +723,19 @@ def _peers(ranks: Mapping[str, int] | None = None) -> Peers | None:
     return Peers(found, hint=hint) if found is not None else None
 
 
+def _store_link(store: StoreTarget, index_url: str | None, notes: list[str]) -> StoreLink:
+    """The run's store; a bad ``store=`` (an empty path) costs the store, not the manifest."""
+    try:
+        return StoreLink.resolve(store, index_url)
+    except InvalidInputError as exc:
+        notes.append(f"{exc}; not recording in a store")
+        return StoreLink()
+
+
 def _in_run_command() -> bool:
-    """Under ``expdna run``, which records how the whole command ended."""
-    return bool(os.environ.get(RUN_ID_ENV))
+    """Under ``expdna run``, which records how the whole command ended (rank 0 joins its
+    run when both variables are set; see :func:`_joined`)."""
+    return bool(os.environ.get(RUN_ID_ENV) and os.environ.get(MANIFEST_ENV))
 
 
 def _deadline(deadline_s: Any) -> float:

@@ -43,6 +43,11 @@ def cache_root(remote: str) -> Path:
     return Path(platformdirs.user_cache_dir("expdna")).joinpath("s3", *parts)
 
 
+def _set(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name, "")
+    return value if value.strip() else None
+
+
 @dataclass(frozen=True)
 class StoreConfig:
     """A store directory and index URL; ``path`` is ``None`` when none was named."""
@@ -61,10 +66,11 @@ class StoreConfig:
         environ: Mapping[str, str] = os.environ,
     ) -> StoreConfig:
         """``path`` / ``url`` when given, else ``$EXPDNA_STORE`` / ``$EXPDNA_INDEX_URL``."""
+        # An empty (or blank) variable is unset, as a shell's `EXPDNA_STORE=` means.
         if path is None:
-            path = environ.get(STORE_ENV) or None
+            path = _set(environ, STORE_ENV)
         if url is None:
-            url = environ.get(INDEX_URL_ENV) or None
+            url = _set(environ, INDEX_URL_ENV)
         # An empty name given on purpose (``--store ""``, ``store=""``) is a mistake, not the
         # current directory: a store would be made in the checkout.
         if path is not None and not str(path).strip():

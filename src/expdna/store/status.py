@@ -56,12 +56,15 @@ def replace_status(conn: Connection, run: int, status: dict[str, Any]) -> None:
 
 
 def apply_entry(conn: Connection, entry: LogEntry) -> str | None:
-    """A ``status`` log entry's rows (recording it, or ``reindex`` replaying it): the
-    worse end stands (``outranks``), whichever rank's entry came first."""
+    """A ``status`` log entry's rows (recording it, or ``reindex`` replaying it): an end
+    replaces the run's status only when it is worse (``outranks``), so whichever rank's
+    entry comes first, the worst end stands, and of equal ends the first (rank 0's real
+    error, not another rank's "connection closed by peer" that followed it)."""
     status = dict(entry.body["status"])
     run = run_pk(conn, str(entry.body["run_id"]))
-    current = conn.execute(select(Run.state).where(Run.id == run)).scalar()
-    if outranks(current, status.get("state")):
+    # FOR UPDATE on PostgreSQL: two ranks' entries at once must not both read `running`.
+    current = conn.execute(select(Run.state).where(Run.id == run).with_for_update()).scalar()
+    if current is not None and not outranks(status.get("state"), current):
         return str(current)
     replace_status(conn, run, status)
     state = status.get("state")
