@@ -563,6 +563,8 @@ def start(
     begun = datetime.now(timezone.utc)
     try:
         peers = _peers(ranks)
+        if peers is not None:
+            exits.in_distributed_job()
         if peers is not None and not peers.layout.writes:
             # Another rank of a torch.distributed job: rank 0 collects and writes; this
             # rank tells the store only of its own failure (rank 0 may have finished).
