@@ -223,7 +223,8 @@ def test_text_rendering() -> None:
     # the entry script is part of the command, which version 3 hashes with the config
     at = lines.index("WARN command.argv: 4 words -> 2 words  (in dna)")
     long_line = lines[at + 1]
-    assert long_line.startswith("    argv[1:4]: train.py --lr 0.1 -> xxx")
+    assert long_line.startswith("    argv[1:2]: train.py -> xxx")
+    assert lines[at + 2] == "    argv[2:4]: --lr 0.1 -> (none)  (in dna)"
     assert len(long_line) < 120 and long_line.endswith("…  (in dna)")
     assert lines[-1].startswith("dna: ") and lines[-1].endswith("(differ)")
 
@@ -491,3 +492,13 @@ def test_an_added_or_moved_option_is_one_edit_not_a_shift_of_every_word() -> Non
         make(command__argv=words), make(command__argv=[*words, "--name", "a b"])
     ).changes[0]
     assert quoted.details[0]["new"] == "--name 'a b'"
+
+
+def test_a_replacement_of_unequal_length_is_judged_in_two_parts() -> None:
+    a = make(command__argv=["python", "train.py", "--output_dir", "runs/a"])
+    b = make(command__argv=["python", "train.py", "--output_dir", "runs/c", "--lr", "0.01"])
+    [change] = [c for c in diff_manifests(a, b).changes if c.section == "command"]
+    assert change.details == (
+        {"path": "argv[3:4]", "old": "runs/a", "new": "runs/c", "in_dna": False},
+        {"path": "argv[4:4]", "old": None, "new": "--lr 0.01", "in_dna": True},
+    )

@@ -426,14 +426,24 @@ def word_edits(a: list[str], b: list[str]) -> list[tuple[dict[str, Any], list[st
     def words(part: list[str]) -> str | None:
         return shlex.join(str(w) for w in part) if part else None
 
-    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    spans: list[tuple[int, int, int, int]] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        # A replacement of unequal length is the words replaced one for one, then the rest
+        # added or removed: `runs/a` -> `runs/c --lr 0.01` is an output directory changed
+        # (not in the DNA) and a setting added (in it), judged apart.
+        same = min(i2 - i1, j2 - j1)
+        if same:
+            spans.append((i1, i1 + same, j1, j1 + same))
+        if (i2 - i1, j2 - j1) != (same, same):
+            spans.append((i1 + same, i2, j1 + same, j2))
     return [
         (
             {"path": f"argv[{i1}:{i2}]", "old": words(a[i1:i2]), "new": words(b[j1:j2])},
             [*a[:i1], *b[j1:j2], *a[i2:]],
         )
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
+        for i1, i2, j1, j2 in spans
     ]
 
 
