@@ -502,3 +502,12 @@ def test_a_replacement_of_unequal_length_is_judged_in_two_parts() -> None:
         {"path": "argv[3:4]", "old": "runs/a", "new": "runs/c", "in_dna": False},
         {"path": "argv[4:4]", "old": None, "new": "--lr 0.01", "in_dna": True},
     )
+
+
+def test_a_hostile_command_line_is_aligned_within_a_bounded_cost() -> None:
+    # 3,000 repeated words: difflib alone takes minutes on these; the differing middle is
+    # one replacement past MAX_ALIGNED_PAIRS, the common ends still set aside
+    a = make(command__argv=["python", *["x"] * 3000, "--end"])
+    b = make(command__argv=["python", *["x", "y"] * 1500, "--end"])
+    [change] = [c for c in diff_manifests(a, b).changes if c.section == "command"]
+    assert [d["path"] for d in change.details] == ["argv[2:3001]"]

@@ -417,17 +417,43 @@ def _details(
     return ()
 
 
+#: The most word pairs aligned one by one (after the common ends are set aside): difflib's
+#: matching grows about as the cube of a run of repeated words (800 of them: 9 s), and a
+#: manifest may come from anyone. Past it, the differing middle is one replacement.
+MAX_ALIGNED_PAIRS = 40_000
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from ``a`` to ``b``, bounded in cost by :data:`MAX_ALIGNED_PAIRS`."""
+    from difflib import SequenceMatcher
+
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    if len(mid_a) * len(mid_b) <= MAX_ALIGNED_PAIRS:
+        return [
+            (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+            for tag, i1, i2, j1, j2 in SequenceMatcher(
+                None, mid_a, mid_b, autojunk=False
+            ).get_opcodes()
+        ]
+    return [("replace", head, len(a) - tail, head, len(b) - tail)]
+
+
 def word_edits(a: list[str], b: list[str]) -> list[tuple[dict[str, Any], list[str]]]:
     """Where two command lines differ, as A's slices (``argv[2:2]``: inserted before A's
     word 2) with each side's words as the shell would read them (``None``: no word), each
     with A's words after that edit alone."""
-    from difflib import SequenceMatcher
 
     def words(part: list[str]) -> str | None:
         return shlex.join(str(w) for w in part) if part else None
 
     spans: list[tuple[int, int, int, int]] = []
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             continue
         # A replacement of unequal length is the words replaced one for one, then the rest
